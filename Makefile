@@ -1,0 +1,58 @@
+# gpufleet: `make audit` and `make test` do all the setup on a fresh machine.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV := .venv
+VENV_PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# ansible-core 2.20+ needs Python 3.12+; the machine's python3 may be older, so look further.
+PYTHON_CANDIDATES := python3.12 python3.13 $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python) \
+	$(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python) $(wildcard /usr/bin/python3.1[2-9]) python3
+BASE_PYTHON ?= $(shell for p in $(PYTHON_CANDIDATES); do \
+	$$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1 && { command -v $$p; break; }; done)
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+
+.PHONY: help venv audit test test-unit test-integration test-docs sanity lint bench clean
+
+help:
+	@echo "make audit   - set up .venv and audit the demo fleet (reports/latest)"
+	@echo "make test    - the whole test suite: unit, integration, docs, sanity, lint"
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -n "$(BASE_PYTHON)" || { echo "No Python 3.12+ found (tried: $(PYTHON_CANDIDATES))"; exit 1; }
+	@echo "Creating $(VENV) with $(BASE_PYTHON)"
+	$(BASE_PYTHON) -m venv $(VENV)
+	$(VENV_PY) -m pip install --quiet --upgrade pip
+	$(VENV_PY) -m pip install --quiet ".[test]"
+	touch $@
+
+audit: $(STAMP)
+	$(VENV)/bin/ansible-playbook audit.yml; status=$$?; \
+	echo; echo "Reports: $(CURDIR)/reports/latest/ (facts per host under facts/)"; exit $$status
+
+test: test-unit test-docs test-integration sanity lint
+
+test-unit: $(STAMP)
+	$(VENV_PY) -m pytest tests/unit -q
+
+test-integration: $(STAMP)
+	$(VENV_PY) -m pytest tests/integration -q
+
+test-docs: $(STAMP)
+	$(VENV_PY) tools/schema_to_return.py --check
+	$(VENV)/bin/ansible-doc gpufleet.core.gpu_facts >/dev/null
+
+sanity: $(STAMP)
+	tools/sanity.sh
+
+lint: $(STAMP)
+	tools/lint.sh
+
+bench: $(STAMP)
+	$(VENV_PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) .ansible reports build

@@ -1,0 +1,270 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One pass over a host: picks the GPU backend, runs every asked-for collector within
+one deadline, and settles the driver facts that need several sources."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import contextlib
+import ctypes
+import datetime
+import threading
+import time
+
+from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import add_error, new_facts
+from ansible_collections.gpufleet.core.plugins.module_utils.host_facts import (
+    collect_host, collect_pcie_aer, read_kernel_module_version)
+from ansible_collections.gpufleet.core.plugins.module_utils.host_io import (
+    RecordingHost, ReplayHost)
+from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import collect_kernel_log
+from ansible_collections.gpufleet.core.plugins.module_utils.nvml_collect import collect_nvml
+from ansible_collections.gpufleet.core.plugins.module_utils.nvml_fixture import (
+    FixtureMiss, RecordingLibrary, ReplayLibrary, fixture_document, use_library)
+from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import collect_nvidia_smi
+
+FIXTURE_FORMAT = "gpufleet-fixture"
+FIXTURE_FORMAT_VERSION = 1
+
+ALL_SUBSETS = ("driver", "gpus", "processes", "mig", "nvlink", "host", "kernel_log")
+MIN_SUBSETS = ("driver", "gpus")
+NVML_LIBRARY = "libnvidia-ml.so.1"
+
+
+class CollectionError(Exception):
+    """Bad input from the user (options, fixture file): the module fails with this message."""
+
+
+def resolve_gather_subset(requested):
+    """setup-style selection: 'all', 'min', names, and '!name' to leave one out."""
+    chosen = set()
+    excluded = set()
+    for item in requested or ["all"]:
+        name = str(item).strip()
+        negate = name.startswith("!")
+        name = name.lstrip("!")
+        if name == "all":
+            names = set(ALL_SUBSETS)
+        elif name == "min":
+            names = set(MIN_SUBSETS)
+        elif name in ALL_SUBSETS:
+            names = {name}
+        else:
+            raise CollectionError("gather_subset: unknown subset %r; allowed: all, min, %s (prefix ! to exclude)"
+                                  % (item, ", ".join(ALL_SUBSETS)))
+        (excluded if negate else chosen).update(names)
+    if not chosen:
+        chosen = set(ALL_SUBSETS)
+    result = chosen - excluded
+    if result & {"processes", "mig", "nvlink"}:
+        result.add("gpus")
+    if "gpus" in result:
+        result.add("driver")
+    return [name for name in ALL_SUBSETS if name in result]
+
+
+def validate_fixture(fixture, path):
+    if not isinstance(fixture, dict) or fixture.get("format") != FIXTURE_FORMAT:
+        raise CollectionError("%s is not a gpufleet fixture (missing format: %s)" % (path, FIXTURE_FORMAT))
+    if fixture.get("format_version") != FIXTURE_FORMAT_VERSION:
+        raise CollectionError("%s has fixture format_version %r; this module reads version %d"
+                              % (path, fixture.get("format_version"), FIXTURE_FORMAT_VERSION))
+    if fixture.get("source") not in ("nvml", "nvidia_smi", "none"):
+        raise CollectionError("%s: source must be nvml, nvidia_smi or none, not %r" % (path, fixture.get("source")))
+    return fixture
+
+
+class Collection:
+    """Options of one run; `run()` returns (facts, fixture or None)."""
+
+    def __init__(self, source="auto", gather_subset=None, timeout=60, command_timeout=20,
+                 kernel_log_source="auto", kernel_log_files=None, kernel_log_window_hours=72,
+                 services=None, record=False, scrub=True, fixture=None, pynvml=None, host=None,
+                 nvml_library=None):
+        self.source = source
+        self.subsets = resolve_gather_subset(gather_subset)
+        self.timeout = timeout
+        self.command_timeout = command_timeout
+        self.kernel_log_source = kernel_log_source
+        self.kernel_log_files = kernel_log_files or []
+        self.kernel_log_window_hours = kernel_log_window_hours
+        self.services = services or []
+        self.record = record
+        self.scrub = scrub
+        self.fixture = fixture
+        self.pynvml = pynvml
+        # host is the LiveHost (or a simulated one); nvml_library stands in for libnvidia-ml
+        self.host = host
+        self.nvml_library = nvml_library
+        self._deadline = None
+        self._nvml_recorder = None
+
+    def remaining(self):
+        return max(0.0, self._deadline - time.monotonic())
+
+    def step_timeout(self):
+        return max(1.0, min(self.command_timeout, self.remaining()))
+
+    def run(self):
+        started = time.monotonic()
+        self._deadline = started + self.timeout
+        facts = new_facts()
+        facts["collected_at"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        facts["gather_subset"] = list(self.subsets)
+        host = self._host()
+
+        if "driver" in self.subsets:
+            self._collect_gpus(host, facts)
+            facts["driver"]["kernel_module_version"] = read_kernel_module_version(host)
+        if "host" in self.subsets:
+            collect_host(host, facts, extra_services=self.services, timeout=self.step_timeout())
+            if facts["gpus"]:
+                collect_pcie_aer(host, facts)
+        if "kernel_log" in self.subsets:
+            collect_kernel_log(host, facts, source=self.kernel_log_source, files=self.kernel_log_files,
+                               window_hours=self.kernel_log_window_hours, timeout=self.step_timeout())
+        settle_driver_mismatch(facts)
+        prune_unrequested(facts, self.subsets)
+        if self.fixture is not None:
+            facts["replay_of"] = facts["source"] if facts["nvidia_present"] else None
+            facts["source"] = "replay"
+        facts["collection_seconds"] = round(time.monotonic() - started, 3)
+        return facts, (self._fixture_document(host, facts) if self.record else None)
+
+    def _host(self):
+        if self.fixture is not None:
+            return ReplayHost(self.fixture.get("host"))
+        return RecordingHost(self.host) if self.record else self.host
+
+    def _backends(self):
+        if self.fixture is not None:
+            recorded = self.fixture.get("source")
+            return [recorded] if recorded != "none" else []
+        if self.source == "auto":
+            return ["nvml", "nvidia_smi"]
+        return [self.source]
+
+    def _collect_gpus(self, host, facts):
+        for backend in self._backends():
+            if self.remaining() <= 0:
+                add_error(facts, None, backend, "collection timeout of %ss reached" % self.timeout)
+                break
+            if backend == "nvml":
+                answered = self._collect_nvml(facts)
+            else:
+                answered = collect_nvidia_smi(host, facts, timeout=self.step_timeout())
+            if answered:
+                facts["source"] = backend
+                facts["nvidia_present"] = True
+                return
+            if facts["driver"]["mismatch"]:
+                facts["nvidia_present"] = True
+                return
+
+    def _collect_nvml(self, facts):
+        pynvml = self.pynvml
+        if pynvml is None:
+            add_error(facts, None, "import pynvml", "nvidia-ml-py (pynvml) is not installed on this host")
+            return False
+        with self._nvml_library(pynvml, facts) as ready:
+            if not ready:
+                return False
+            return self._collect_nvml_with_deadline(pynvml, facts)
+
+    @contextlib.contextmanager
+    def _nvml_library(self, pynvml, facts):
+        if self.fixture is not None:
+            with use_library(pynvml, ReplayLibrary(self.fixture.get("nvml", {}).get("calls", []))):
+                yield True
+            return
+        if not self.record and self.nvml_library is None:
+            yield True
+            return
+        try:
+            real = self.nvml_library or ctypes.CDLL(NVML_LIBRARY)
+        except OSError as exc:
+            add_error(facts, None, "load %s" % NVML_LIBRARY, exc)
+            yield False
+            return
+        if not self.record:
+            with use_library(pynvml, real):
+                yield True
+            return
+        self._nvml_recorder = RecordingLibrary(real, scrub=self.scrub)
+        with use_library(pynvml, self._nvml_recorder):
+            yield True
+
+    def _collect_nvml_with_deadline(self, pynvml, facts):
+        """NVML calls can hang on a GPU that fell off the bus; the worker thread is left
+        behind after the deadline and the GPUs finished so far are kept."""
+        outcome = {}
+
+        def work():
+            try:
+                outcome["answered"] = collect_nvml(pynvml, facts, set(self.subsets), deadline=self._deadline)
+            except FixtureMiss as exc:
+                outcome["miss"] = exc
+            except Exception as exc:  # pylint: disable=broad-except
+                outcome["crash"] = exc
+
+        worker = threading.Thread(target=work, name="gpufleet-nvml")
+        worker.daemon = True
+        worker.start()
+        worker.join(self.remaining() + 0.5)
+        if worker.is_alive():
+            add_error(facts, None, "nvml", "NVML did not answer within the %ss collection timeout" % self.timeout)
+            facts["gpus"] = list(facts["gpus"])
+            return bool(facts["gpus"])
+        if "miss" in outcome:
+            raise CollectionError("replay fixture: %s" % outcome["miss"])
+        if "crash" in outcome:
+            add_error(facts, None, "nvml", "unexpected %s: %s" % (type(outcome["crash"]).__name__, outcome["crash"]))
+            return bool(facts["gpus"])
+        return outcome.get("answered", False)
+
+    def _fixture_document(self, host, facts):
+        document = {
+            "format": FIXTURE_FORMAT,
+            "format_version": FIXTURE_FORMAT_VERSION,
+            "recorded_at": facts["collected_at"],
+            "source": facts["source"],
+            "gather_subset": facts["gather_subset"],
+            "nvml": fixture_document(self._nvml_recorder) if self._nvml_recorder else None,
+            "host": host.to_fixture() if isinstance(host, RecordingHost) else None,
+        }
+        return document
+
+
+def settle_driver_mismatch(facts):
+    """The kernel module and the userspace library must be the same version. NVML and
+    nvidia-smi report a mismatch themselves; otherwise compare the two versions, and
+    trust a kernel-log 'API mismatch' only while the versions it names are current."""
+    driver = facts["driver"]
+    if driver["mismatch"]:
+        return
+    kernel, userspace = driver["kernel_module_version"], driver["userspace_version"]
+    if kernel and userspace and kernel != userspace:
+        driver["mismatch"] = True
+        driver["mismatch_reason"] = "kernel module %s, userspace library %s" % (kernel, userspace)
+        return
+    for event in facts["kernel_events"]:
+        if event["kind"] != "api_mismatch":
+            continue
+        still_current = (kernel in (None, event.get("kernel_module_version"))
+                         and userspace in (None, event.get("client_version")))
+        if still_current:
+            driver["mismatch"] = True
+            driver["mismatch_reason"] = "kernel log: %s" % event["message"]
+            return
+
+
+def prune_unrequested(facts, subsets):
+    """Backends read some parts together (nvidia-smi -q -x always lists processes)."""
+    for gpu in facts["gpus"]:
+        if "processes" not in subsets:
+            gpu["processes"] = []
+        if "mig" not in subsets:
+            gpu["mig"]["gpu_instances"] = []
+        if "nvlink" not in subsets:
+            gpu["nvlinks"] = []

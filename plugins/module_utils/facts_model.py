@@ -1,0 +1,156 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The gpufleet fact schema as Python: empty records, errors and shared normalisers.
+
+Every backend (NVML, nvidia-smi XML, replay) fills the records built here, so the
+shape of the facts is defined in one place. docs/schema/gpu_facts.schema.json is
+the published contract; tests validate every output against it.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import re
+
+SCHEMA_VERSION = "1.0"
+
+SOURCES = ("nvml", "nvidia_smi", "replay", "none")
+
+# NVML clocks event (throttle) reason bits, nvml.h group nvmlClocksEventReasons.
+CLOCK_EVENT_REASON_BITS = (
+    (0x1, "gpu_idle"),
+    (0x2, "applications_clocks_setting"),
+    (0x4, "sw_power_cap"),
+    (0x8, "hw_slowdown"),
+    (0x10, "sync_boost"),
+    (0x20, "sw_thermal_slowdown"),
+    (0x40, "hw_thermal_slowdown"),
+    (0x80, "hw_power_brake_slowdown"),
+    (0x100, "display_clock_setting"),
+    (0x200, "board_limit"),
+    (0x400, "reliability"),
+)
+
+COMPUTE_MODES = ("default", "exclusive_thread", "prohibited", "exclusive_process")
+
+
+def new_facts():
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "source": "none",
+        "replay_of": None,
+        "collected_at": None,
+        "collection_seconds": 0.0,
+        "gather_subset": [],
+        "nvidia_present": False,
+        "driver": {
+            "version": None,
+            "nvml_version": None,
+            "cuda_driver_version": None,
+            "kernel_module_version": None,
+            "userspace_version": None,
+            "mismatch": False,
+            "mismatch_reason": None,
+        },
+        "gpus": [],
+        "host": {},
+        "xid_events": [],
+        "kernel_events": [],
+        "errors": [],
+    }
+
+
+def new_gpu(index):
+    return {
+        "index": index,
+        "name": None,
+        "uuid": None,
+        "serial": None,
+        "pci_bus_id": None,
+        "board_part_number": None,
+        "vbios_version": None,
+        "architecture": None,
+        "compute_capability": None,
+        "lost": False,
+        "memory": {
+            "total_mib": None, "used_mib": None, "free_mib": None,
+            "reserved_mib": None, "bar1_total_mib": None, "bar1_used_mib": None,
+        },
+        "temperature": {"gpu_c": None, "slowdown_c": None, "shutdown_c": None, "memory_c": None},
+        "power": {
+            "draw_w": None, "limit_w": None, "default_limit_w": None,
+            "min_limit_w": None, "max_limit_w": None,
+        },
+        "fan_speed_pct": None,
+        "clocks": {
+            "graphics_mhz": None, "sm_mhz": None, "memory_mhz": None,
+            "max_graphics_mhz": None, "max_sm_mhz": None, "max_memory_mhz": None,
+        },
+        "clock_event_reasons": {"mask": None, "active": []},
+        "performance_state": None,
+        "utilization": {"gpu_pct": None, "memory_pct": None},
+        "ecc": {
+            "mode_current": None, "mode_pending": None,
+            "volatile_corrected": None, "volatile_uncorrected": None,
+            "aggregate_corrected": None, "aggregate_uncorrected": None,
+        },
+        "retired_pages": {"single_bit": None, "double_bit": None, "pending": None},
+        "remapped_rows": {"correctable": None, "uncorrectable": None, "pending": None, "failure": None},
+        "pcie": {
+            "gen_current": None, "gen_max": None, "width_current": None, "width_max": None,
+            "replay_counter": None, "aer": None,
+        },
+        "nvlinks": [],
+        "compute_mode": None,
+        "persistence_mode": None,
+        "mig": {"mode_current": None, "mode_pending": None, "gpu_instances": []},
+        "processes": [],
+        "fabric": None,
+    }
+
+
+def new_process(pid):
+    return {
+        "pid": pid, "name": None, "type": None, "used_memory_mib": None,
+        "gpu_instance_id": None, "compute_instance_id": None,
+    }
+
+
+def add_error(facts, gpu, call, reason, code=None):
+    facts["errors"].append({"gpu": gpu, "call": call, "reason": str(reason), "code": code})
+
+
+_PCI_RE = re.compile(
+    r"^(?:(?P<domain>[0-9a-fA-F]{1,8}):)?(?P<bus>[0-9a-fA-F]{1,2}):(?P<dev>[0-9a-fA-F]{1,2})(?:\.(?P<fn>[0-7]))?$")
+
+
+def normalize_pci_bus_id(value):
+    """'00000000:3B:00.0', '0000:3b:00' or '3b:00.0' -> '0000:3b:00.0'; None when unparsable."""
+    if value is None:
+        return None
+    match = _PCI_RE.match(str(value).strip())
+    if not match:
+        return None
+    domain = int(match.group("domain") or "0", 16)
+    return "%04x:%02x:%02x.%d" % (
+        domain & 0xFFFF, int(match.group("bus"), 16), int(match.group("dev"), 16), int(match.group("fn") or 0))
+
+
+def decode_clock_event_reasons(mask):
+    if mask is None:
+        return []
+    return [name for bit, name in CLOCK_EVENT_REASON_BITS if mask & bit]
+
+
+def bytes_to_mib(value):
+    if value is None:
+        return None
+    return int(value) // (1024 * 1024)
+
+
+def cuda_version_from_int(value):
+    """NVML encodes CUDA 12.4 as 12040."""
+    if value is None or value <= 0:
+        return None
+    return "%d.%d" % (value // 1000, (value % 1000) // 10)

@@ -1,0 +1,504 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""NVIDIA kernel log events: Xid lines, GPUs fallen off the bus, API mismatches.
+
+parse_kernel_log() reads the text of journalctl (short-iso, short-iso-precise, short),
+syslog/kern.log files, `dmesg --ctime`/`dmesg -T`, raw dmesg, /dev/kmsg records and
+bare lines, and returns records in the schema's xid_event and kernel_event shapes.
+Times are rendered as UTC ISO 8601; a raw dmesg/kmsg time with no known boot time
+stays the raw seconds-since-boot string. Local times (syslog, dmesg --ctime) are read
+in the time zone of the process, which on a target is the host's own.
+
+collect_kernel_log() picks the source (journalctl, else dmesg, or named files).
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import calendar
+import collections
+import re
+import time
+
+from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
+    add_error, normalize_pci_bus_id)
+
+_MONTHS = {name: number for number, name in enumerate(
+    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
+_MONTH_ALT = "|".join(_MONTHS)
+
+# journalctl -o short-iso / short-iso-precise, rsyslog high-precision, dmesg --time-format=iso
+_ISO_RE = re.compile(
+    r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?\s")
+# classic syslog and journalctl -o short: "Jun 30 11:07:05 host kernel: ..." (no year)
+_SYSLOG_RE = re.compile(r"(%s)\s+(\d{1,2})\s+(\d\d):(\d\d):(\d\d)(?:\.\d+)?\s" % _MONTH_ALT)
+# dmesg --ctime / dmesg -T: "[Fri Aug 30 11:43:09 2024] ..."
+_CTIME_RE = re.compile(r"\[[A-Z][a-z]{2}\s+(%s)\s+(\d{1,2})\s+(\d\d):(\d\d):(\d\d)\s+(\d{4})\]" % _MONTH_ALT)
+# raw dmesg: "[ 7386.259769] ..." (seconds since boot)
+_MONO_RE = re.compile(r"\[\s*(\d+)\.(\d+)\]")
+# /dev/kmsg: "prio,seq,usec,flags;message"
+_KMSG_RE = re.compile(r"(\d+),(\d+),(\d+),[^;]*;")
+
+_PCI = r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?"
+# groups: pci, GPU-I, GPU-CI, xid, pid, name, message. pid= and name= are optional
+# (older drivers and some code paths print neither, or pid= alone).
+_XID_RE = re.compile(
+    r"Xid \((?:PCI:)?(%s)(?: GPU-I:(\d+))?(?: GPU-CI:(\d+))?[^)]*\):\s*(\d+)\s*,?\s*"
+    r"(?:pid=('[^']*'|[^,\s]*)(?:,\s*|\s*$)(?:name=([^,]*)(?:,\s*|\s*$))?)?(.*)" % _PCI, re.S)
+_FALLEN_PCI_RE = re.compile(r"GPU (?:at )?(?:PCI:)?(?P<pci>%s)" % _PCI)
+_CLIENT_VERSION_RE = re.compile(r"the client has the version (\d+(?:\.\d+)*)")
+_KERNEL_VERSION_RE = re.compile(r"this kernel module has the version (\d+(?:\.\d+)*)")
+
+FALLEN = "fallen off the bus"
+MISMATCH = "API mismatch"
+# A message split over several log records is joined for at most this many records.
+_MAX_JOINED_RECORDS = 5
+
+
+class _Record:
+    """One kernel message: its time and its text from 'NVRM' on, continuation lines included."""
+    __slots__ = ("time", "text", "kmsg", "joined")
+
+    def __init__(self, time_text, text, kmsg):
+        self.time = time_text
+        self.text = text
+        self.kmsg = kmsg
+        self.joined = 1
+
+
+class _Clock:
+    """Turns the timestamps of the supported formats into epoch seconds, with caches,
+    because a 100k-line log repeats the same stamps and hours over and over."""
+
+    def __init__(self, now, boot_time):
+        self.now = now
+        self.boot_time = boot_time
+        self.this_year = time.localtime(now).tm_year
+        self._local_hours = {}
+        self.stamps = {}
+
+    def local_hour(self, year, month, day, hour):
+        key = (year, month, day, hour)
+        epoch = self._local_hours.get(key)
+        if epoch is None:
+            try:
+                epoch = time.mktime((year, month, day, hour, 0, 0, 0, 0, -1))
+            except (OverflowError, ValueError):
+                epoch = None
+            self._local_hours[key] = epoch
+        return epoch
+
+    def syslog(self, month, day, hour, minute, second):
+        """syslog lines carry no year: take the latest year that does not put the line
+        more than a day after now (a log read on 2 January still holds December lines)."""
+        for year in range(self.this_year, self.this_year - 5, -1):
+            if month == 2 and day == 29 and not calendar.isleap(year):
+                continue
+            base = self.local_hour(year, month, day, hour)
+            if base is None:
+                return None
+            epoch = base + minute * 60 + second
+            if epoch <= self.now + 86400:
+                return epoch
+        return None
+
+    def since_boot(self, seconds):
+        if self.boot_time is None:
+            return None
+        return self.boot_time + seconds
+
+
+def _offset_seconds(zone):
+    if zone == "Z":
+        return 0
+    sign = -1 if zone[0] == "-" else 1
+    digits = zone[1:].replace(":", "")
+    return sign * (int(digits[:2]) * 3600 + int(digits[2:4]) * 60)
+
+
+def _iso_epoch(match, clock):
+    year, month, day, hour, minute, second = (int(match.group(i)) for i in range(1, 7))
+    fraction = match.group(7)
+    frac = float("0." + fraction) if fraction else 0.0
+    zone = match.group(8)
+    if zone:
+        try:
+            base = calendar.timegm((year, month, day, hour, 0, 0, 0, 0, 0))
+        except (OverflowError, ValueError):
+            return None
+        return base + minute * 60 + second + frac - _offset_seconds(zone)
+    base = clock.local_hour(year, month, day, hour)
+    return None if base is None else base + minute * 60 + second + frac
+
+
+def format_epoch(epoch):
+    """UTC ISO 8601, with microseconds only when the source had them; None for a time
+    the platform cannot represent (a damaged line)."""
+    whole = int(epoch)
+    micro = int(round((epoch - whole) * 1000000))
+    if micro >= 1000000:
+        whole, micro = whole + 1, 0
+    try:
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
+    except (OverflowError, OSError, ValueError):
+        return None
+    return "%s.%06dZ" % (text, micro) if micro else text + "Z"
+
+
+def _placed(epoch, raw=None):
+    """(epoch, time text, False): the epoch is dropped when it cannot be rendered."""
+    text = format_epoch(epoch) if epoch is not None else None
+    if text is None:
+        return None, raw, False
+    return epoch, text, False
+
+
+def _line_time(line, clock):
+    """(epoch or None, time text or None, is_kmsg) for one log line; the time text is
+    ISO 8601 UTC when the epoch is known, else the raw seconds since boot."""
+    first = line[0]
+    if first == "[" or "0" <= first <= "9":
+        match = _CTIME_RE.match(line) if first == "[" else _ISO_RE.match(line)
+    else:
+        match = _SYSLOG_RE.match(line)
+    if match is not None:
+        stamp = match.group(0)
+        known = clock.stamps.get(stamp)
+        if known is None:
+            known = clock.stamps[stamp] = _placed(_absolute_epoch(match, first, clock))
+        return known
+    return _boot_relative_time(line, first, clock)
+
+
+def _absolute_epoch(match, first, clock):
+    if first == "[":
+        month, day, hour, minute, second, year = (
+            _MONTHS[match.group(1)], int(match.group(2)), int(match.group(3)),
+            int(match.group(4)), int(match.group(5)), int(match.group(6)))
+        base = clock.local_hour(year, month, day, hour)
+        return None if base is None else base + minute * 60 + second
+    if "0" <= first <= "9":
+        return _iso_epoch(match, clock)
+    return clock.syslog(_MONTHS[match.group(1)], int(match.group(2)), int(match.group(3)),
+                        int(match.group(4)), int(match.group(5)))
+
+
+def _boot_relative_time(line, first, clock):
+    if first == "[":
+        match = _MONO_RE.match(line)
+        if match:
+            raw = "%s.%s" % (match.group(1), match.group(2))
+            return _placed(clock.since_boot(float(raw)), raw)
+    elif "0" <= first <= "9":
+        match = _KMSG_RE.match(line)
+        if match:
+            usec = int(match.group(3))
+            raw = "%d.%06d" % (usec // 1000000, usec % 1000000)
+            epoch, text = _placed(clock.since_boot(usec / 1000000.0), raw)[:2]
+            return epoch, text, True
+    return None, None, False
+
+
+def _unescape(text):
+    """rsyslog writes a newline inside a message as '#012' (tab as '#011');
+    /dev/kmsg writes it as '\\x0a'."""
+    if "#01" in text:
+        text = text.replace("#012", "\n").replace("#011", "\t")
+    if "\\x0" in text:
+        text = text.replace("\\x0a", "\n").replace("\\x09", "\t")
+    return text
+
+
+def _records(text, clock, cutoff):
+    """Groups the NVRM lines of a log into records; lines that continue a message
+    (indented, as dmesg and journalctl print them) are appended to it."""
+    records = []
+    current = None
+    for line in text.splitlines():
+        if not line:
+            current = None
+            continue
+        first = line[0]
+        if first == " " or first == "\t":
+            # /dev/kmsg continuation lines are KEY=value properties, not message text
+            if current is not None and not current.kmsg:
+                current.text += "\n" + line.strip()
+            continue
+        start = line.find("NVRM")
+        if start < 0:
+            current = None
+            continue
+        epoch, time_text, kmsg = _line_time(line, clock)
+        if cutoff is not None and epoch is not None and epoch < cutoff:
+            current = None
+            continue
+        current = _Record(time_text, _unescape(line[start:]), kmsg)
+        records.append(current)
+    return records
+
+
+def _flatten(text):
+    """'NVRM: a\\nNVRM: b' -> 'a b': one line without the per-line NVRM prefixes."""
+    if "\n" not in text:
+        return text[5:].strip() if text.startswith("NVRM:") else text.strip()
+    parts = []
+    for part in text.split("\n"):
+        part = part.strip()
+        if part.startswith("NVRM:"):
+            part = part[5:].strip()
+        if part:
+            parts.append(part)
+    return " ".join(parts)
+
+
+def _is_incomplete(flat):
+    """Messages the driver prints over several records, cut before the part we need."""
+    if MISMATCH in flat:
+        return _KERNEL_VERSION_RE.search(flat) is None
+    return flat.startswith("The NVIDIA GPU") and FALLEN not in flat
+
+
+def _joined_records(records):
+    """Yields (record, flat text), joining a message that syslog or journald stored as
+    several records ('NVRM: API mismatch ... but' + 'NVRM: this kernel module ...')."""
+    pending = None
+    for record in records:
+        flat = _flatten(record.text)
+        if pending is not None:
+            held, held_flat = pending
+            if flat[:1].islower() and held.joined < _MAX_JOINED_RECORDS:
+                held.joined += 1
+                held_flat = held_flat + " " + flat
+                if _is_incomplete(held_flat):
+                    pending = (held, held_flat)
+                else:
+                    pending = None
+                    yield held, held_flat
+                continue
+            pending = None
+            yield held, held_flat
+        if _is_incomplete(flat):
+            pending = (record, flat)
+            continue
+        yield record, flat
+    if pending is not None:
+        yield pending
+
+
+def _int_or_none(text):
+    """'1234' -> 1234; None, '' and the driver's '<unknown>' -> None."""
+    if text is None:
+        return None
+    text = text.strip("'")
+    return int(text) if text.isdigit() else None
+
+
+def _xid_event(match, time_text, pci_cache):
+    pci, gpu_instance, compute_instance, xid, pid, name, message = match.groups()
+    bus_id = pci_cache.get(pci)
+    if bus_id is None:
+        bus_id = pci_cache[pci] = normalize_pci_bus_id(pci)
+    if name is not None:
+        name = name.strip()
+        if not name or name == "<unknown>":
+            name = None
+    return {
+        "xid": int(xid),
+        "pci_bus_id": bus_id,
+        "time": time_text,
+        "pid": _int_or_none(pid),
+        "process_name": name,
+        "gpu_instance_id": _int_or_none(gpu_instance),
+        "compute_instance_id": _int_or_none(compute_instance),
+        "message": message.strip(),
+    }
+
+
+def _fallen_event(flat, time_text):
+    match = _FALLEN_PCI_RE.search(flat)
+    return {
+        "kind": "fallen_off_bus",
+        "time": time_text,
+        "pci_bus_id": normalize_pci_bus_id(match.group("pci")) if match else None,
+        "message": flat,
+    }
+
+
+def _mismatch_event(flat, time_text):
+    client = _CLIENT_VERSION_RE.search(flat)
+    kernel = _KERNEL_VERSION_RE.search(flat)
+    return {
+        "kind": "api_mismatch",
+        "time": time_text,
+        "pci_bus_id": None,
+        "client_version": client.group(1) if client else None,
+        "kernel_module_version": kernel.group(1) if kernel else None,
+        "message": flat,
+    }
+
+
+def parse_kernel_log(text, now=None, window_seconds=None, boot_time=None):
+    """(xid_events, kernel_events) from kernel log text, in log order.
+
+    now: epoch seconds (default: the current time), used for the window and to give
+    syslog lines their year. window_seconds: drop events older than now - window; events
+    whose time is unknown are kept. boot_time: epoch of boot, to place raw dmesg and
+    /dev/kmsg times. A 'fallen off the bus' message for a GPU that also has an Xid 79
+    in the same text is left out: the Xid event already says it.
+    """
+    if not text:
+        return [], []
+    now = time.time() if now is None else now
+    cutoff = now - window_seconds if window_seconds is not None else None
+    clock = _Clock(now, boot_time)
+    xid_events = []
+    kernel_events = []
+    pci_cache = {}
+    for record, flat in _joined_records(_records(text, clock, cutoff)):
+        if flat.startswith("Xid"):
+            match = _XID_RE.match(flat)
+            if match:
+                xid_events.append(_xid_event(match, record.time, pci_cache))
+        elif FALLEN in flat:
+            kernel_events.append(_fallen_event(flat, record.time))
+        elif MISMATCH in flat:
+            kernel_events.append(_mismatch_event(flat, record.time))
+    fallen_with_xid = set(event["pci_bus_id"] for event in xid_events if event["xid"] == 79)
+    if fallen_with_xid:
+        kernel_events = [event for event in kernel_events
+                         if not (event["kind"] == "fallen_off_bus" and event["pci_bus_id"] in fallen_with_xid)]
+    return xid_events, kernel_events
+
+
+# --- collection -------------------------------------------------------------------------
+
+SOURCES = ("auto", "journalctl", "dmesg", "files")
+
+
+def journalctl_argv(path, window_hours):
+    """Kernel messages of every boot in the window: -k would mean the current boot only,
+    and miss the Xid 79 logged just before the reboot that followed it."""
+    argv = [path, "_TRANSPORT=kernel", "-o", "short-iso", "--no-pager"]
+    if window_hours is not None:
+        argv.append("--since=-%dh" % int(window_hours))
+    return argv
+
+
+def _read_boot_time(host):
+    text = host.read_text("/proc/uptime")
+    try:
+        return host.now() - float(text.split()[0])
+    except (AttributeError, IndexError, ValueError):
+        return None
+
+
+def _run_journalctl(host, facts, window_hours, timeout):
+    path = host.find_bin("journalctl")
+    if path is None:
+        add_error(facts, None, "journalctl", "command not found")
+        return None
+    argv = journalctl_argv(path, window_hours)
+    result = host.run(argv, timeout)
+    if result.rc != 0:
+        add_error(facts, None, " ".join(["journalctl"] + argv[1:]), result.describe_failure(), result.rc)
+        return None
+    return result.stdout
+
+
+def _permission_denied(result):
+    detail = (result.stderr or "") + (result.stdout or "")
+    return "Operation not permitted" in detail or "Permission denied" in detail
+
+
+def _run_dmesg(host, facts, timeout):
+    """dmesg --ctime first; plain dmesg when this dmesg lacks the option (busybox).
+    Returns (text, boot_time or None), or None when dmesg could not be read."""
+    path = host.find_bin("dmesg")
+    if path is None:
+        add_error(facts, None, "dmesg", "command not found")
+        return None
+    result = host.run([path, "--ctime"], timeout)
+    if result.rc == 0:
+        return result.stdout, None
+    add_error(facts, None, "dmesg --ctime", result.describe_failure(), result.rc)
+    if result.timed_out or result.missing or _permission_denied(result):
+        return None
+    result = host.run([path], timeout)
+    if result.rc == 0:
+        return result.stdout, _read_boot_time(host)
+    add_error(facts, None, "dmesg", result.describe_failure(), result.rc)
+    return None
+
+
+def _merge_without_duplicates(combined, events, key):
+    """Adds events from another file, skipping the copies of events already taken
+    (kern.log and syslog hold the same kernel lines)."""
+    seen = collections.Counter(key(event) for event in combined)
+    taken = collections.Counter()
+    for event in events:
+        identity = key(event)
+        taken[identity] += 1
+        if event["time"] is None or taken[identity] > seen[identity]:
+            combined.append(event)
+
+
+def _event_key(event):
+    return tuple(sorted((k, str(v)) for k, v in event.items()))
+
+
+def _parse_files(host, facts, files, now, window_seconds):
+    xids, kernel = [], []
+    if not files:
+        add_error(facts, None, "kernel log files", "source is files but no files were named")
+        return xids, kernel
+    for path in files:
+        if str(path).endswith((".gz", ".xz", ".bz2", ".zst")):
+            add_error(facts, None, "read %s" % path, "compressed log files are not read")
+            continue
+        text = host.read_text(path)
+        if text is None:
+            add_error(facts, None, "read %s" % path, "file is absent or not readable")
+            continue
+        file_xids, file_kernel = parse_kernel_log(text, now=now, window_seconds=window_seconds)
+        _merge_without_duplicates(xids, file_xids, _event_key)
+        _merge_without_duplicates(kernel, file_kernel, _event_key)
+    return xids, kernel
+
+
+def collect_kernel_log(host, facts, source="auto", files=None, window_hours=72, timeout=20):
+    """Appends the window's events to facts['xid_events'] and facts['kernel_events'].
+
+    source: auto (journalctl, falling back to dmesg), journalctl, dmesg or files.
+    Returns the source actually read ('journalctl', 'dmesg', 'files'), or 'none' when
+    none could be read; every failure is an entry in facts['errors'].
+    """
+    if source not in SOURCES:
+        add_error(facts, None, "kernel log", "unknown source %r; allowed: %s" % (source, ", ".join(SOURCES)))
+        return "none"
+    now = host.now()
+    window_seconds = window_hours * 3600.0 if window_hours is not None else None
+    if source == "files":
+        xids, kernel = _parse_files(host, facts, files, now, window_seconds)
+        facts["xid_events"].extend(xids)
+        facts["kernel_events"].extend(kernel)
+        return "files"
+    if source in ("auto", "journalctl"):
+        text = _run_journalctl(host, facts, window_hours, timeout)
+        if text is not None:
+            _extend(facts, parse_kernel_log(text, now=now, window_seconds=window_seconds))
+            return "journalctl"
+        if source == "journalctl":
+            return "none"
+    answer = _run_dmesg(host, facts, timeout)
+    if answer is None:
+        return "none"
+    text, boot_time = answer
+    _extend(facts, parse_kernel_log(text, now=now, window_seconds=window_seconds, boot_time=boot_time))
+    return "dmesg"
+
+
+def _extend(facts, parsed):
+    xids, kernel = parsed
+    facts["xid_events"].extend(xids)
+    facts["kernel_events"].extend(kernel)

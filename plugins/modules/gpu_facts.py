@@ -1,0 +1,961 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: gpu_facts
+short_description: Collect NVIDIA GPU, driver, thermal and isolation facts in one pass
+version_added: 1.0.0
+description:
+  - Gathers every GPU, driver/CUDA, thermal, health and isolation fact of a host in one module call and
+    returns them as C(ansible_facts.gpufleet), in the versioned schema published in
+    C(docs/schema/gpu_facts.schema.json).
+  - GPU facts come from NVML through C(pynvml) (package C(nvidia-ml-py)) when it is importable, else from
+    C(nvidia-smi -q -x). Host facts come from C(/proc), C(/sys), C(/etc), C(systemctl) and the kernel log.
+  - A host without an NVIDIA stack is not a failure; O(source=auto) then returns C(nvidia_present=false).
+  - A query that fails (a GPU that fell off the bus, a call the GPU does not support, a hung command)
+    sets that value to null and adds an entry to C(errors); the other values and GPUs are still returned.
+  - Never uses a shell and changes nothing on the host. External commands are found on the remote C(PATH).
+author:
+  - gpufleet contributors
+requirements:
+  - Python 3.9 or newer on the target.
+  - C(nvidia-ml-py) on the target for O(source=nvml) (optional for O(source=auto)).
+options:
+  source:
+    description:
+      - Where GPU facts come from.
+      - V(auto) tries NVML, then C(nvidia-smi -q -x), then reports that no NVIDIA stack was found.
+      - V(nvml) and V(nvidia_smi) use only that backend.
+      - V(replay) answers every NVML call, file and command from the fixture named in O(fixture), through the
+        unmodified C(pynvml) code; a call that the fixture does not hold fails the module.
+    type: str
+    choices: [auto, nvml, nvidia_smi, replay]
+    default: auto
+  gather_subset:
+    description:
+      - Which parts to collect, as in M(ansible.builtin.setup).
+      - V(all), V(min) (driver and GPU inventory), or any of V(driver), V(gpus), V(processes), V(mig), V(nvlink),
+        V(host), V(kernel_log); prefix a name with C(!) to leave it out.
+      - V(processes), V(mig) and V(nvlink) imply V(gpus); V(gpus) implies V(driver).
+    type: list
+    elements: str
+    default: [all]
+  timeout:
+    description:
+      - Seconds the whole collection may take. When it runs out, what was read so far is returned and the
+        missing parts are listed in C(errors).
+    type: int
+    default: 60
+  command_timeout:
+    description:
+      - Seconds one external command (C(nvidia-smi), C(journalctl), C(systemctl), ...) may run before it is
+        killed and reported in C(errors).
+    type: int
+    default: 20
+  kernel_log_source:
+    description:
+      - Where kernel log events (Xid, fallen off the bus, API mismatch) are read from.
+      - V(auto) uses C(journalctl -k), then C(dmesg). V(files) reads O(kernel_log_files).
+    type: str
+    choices: [auto, journalctl, dmesg, files]
+    default: auto
+  kernel_log_files:
+    description:
+      - Log files to read when O(kernel_log_source=files), for example C(/var/log/kern.log) or a saved C(dmesg).
+    type: list
+    elements: path
+    default: []
+  kernel_log_window_hours:
+    description:
+      - Only kernel log events from the last this many hours are returned. Events without a time are kept.
+    type: int
+    default: 72
+  services:
+    description:
+      - Extra systemd units to report in C(host.services), in addition to nvidia-persistenced,
+        nvidia-fabricmanager, the MPS control daemon and DCGM (for example the GPU workload services).
+    type: list
+    elements: str
+    default: []
+  record:
+    description:
+      - Write a fixture to this path on the target host with every raw NVML answer (errors as integer codes),
+        every file read and every command output of this collection, for replay with O(source=replay).
+      - Nothing is written in check mode.
+    type: path
+  scrub:
+    description:
+      - With O(record), replace GPU serial numbers and GPU/MIG UUIDs by consistent fake values.
+    type: bool
+    default: true
+  fixture:
+    description:
+      - Fixture file to replay, on the target host. Required with O(source=replay).
+    type: path
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  facts:
+    support: full
+notes:
+  - Facts are returned under C(ansible_facts.gpufleet); the schema version is in C(gpufleet.schema_version).
+  - Reading the kernel log may need root (C(become)) on hosts that restrict C(dmesg).
+seealso:
+  - name: NVML API reference
+    description: The library behind the NVML backend.
+    link: https://docs.nvidia.com/deploy/nvml-api/
+"""
+
+EXAMPLES = r"""
+- name: Collect GPU facts
+  gpufleet.core.gpu_facts:
+
+- name: Only the driver and GPU inventory, from nvidia-smi
+  gpufleet.core.gpu_facts:
+    source: nvidia_smi
+    gather_subset: [min]
+
+- name: Everything but the kernel log, with the inference services' state
+  gpufleet.core.gpu_facts:
+    gather_subset: ['all', '!kernel_log']
+    services: [triton-server]
+
+- name: Record a fixture on a real GPU host (read only; serials and UUIDs scrubbed)
+  gpufleet.core.gpu_facts:
+    record: /tmp/gpu-fixture.json
+  become: true
+
+- name: Replay a recorded fixture anywhere
+  gpufleet.core.gpu_facts:
+    source: replay
+    fixture: /srv/fixtures/h100-node.json
+
+- name: Show each GPU
+  ansible.builtin.debug:
+    msg: "{{ item.index }} {{ item.name }} {{ item.pci_bus_id }} {{ item.memory.total_mib }} MiB"
+  loop: "{{ ansible_facts.gpufleet.gpus }}"
+"""
+
+# BEGIN GENERATED RETURN (tools/schema_to_return.py from docs/schema/gpu_facts.schema.json)
+RETURN = r"""
+ansible_facts:
+  description: Facts added to the host.
+  returned: always
+  type: dict
+  contains:
+    gpufleet:
+      description: 'Facts returned by gpufleet.core.gpu_facts. Schema version 1.x: fields are only added within
+        a major version. A value that the backend could not read is null, never invented; the reason is in errors[].'
+      returned: always
+      type: dict
+      contains:
+        schema_version:
+          description: Version of this schema, MAJOR.MINOR.
+          returned: success
+          type: str
+        source:
+          description: 'Backend that produced the GPU facts; none when no NVIDIA stack answered. One of: nvml, nvidia_smi,
+            replay, none.'
+          returned: success
+          type: str
+        replay_of:
+          description: For source=replay, the backend recorded in the fixture (nvml or nvidia_smi).
+          returned: success
+          type: str
+        collected_at:
+          description: UTC time the collection started, ISO 8601.
+          returned: success
+          type: str
+        collection_seconds:
+          description: Wall time of the whole collection.
+          returned: success
+          type: float
+        gather_subset:
+          description: Subsets actually collected.
+          returned: always
+          type: list
+          elements: str
+        nvidia_present:
+          description: 'False when neither NVML nor nvidia-smi answered: no NVIDIA stack on this host (a fact, not
+            a failure).'
+          returned: success
+          type: bool
+        driver:
+          description: Driver, NVML and CUDA versions of the host, and whether the kernel module and userspace library
+            agree.
+          returned: always
+          type: dict
+          contains:
+            version:
+              description: Driver version reported by NVML or nvidia-smi.
+              returned: success
+              type: str
+            nvml_version:
+              description: NVML library version.
+              returned: success
+              type: str
+            cuda_driver_version:
+              description: Highest CUDA version the driver supports, MAJOR.MINOR.
+              returned: success
+              type: str
+            kernel_module_version:
+              description: From /proc/driver/nvidia/version.
+              returned: success
+              type: str
+            userspace_version:
+              description: Version of the userspace library (libnvidia-ml / nvidia-smi).
+              returned: success
+              type: str
+            mismatch:
+              description: True when the kernel module and userspace library differ.
+              returned: success
+              type: bool
+            mismatch_reason:
+              description: What showed the mismatch.
+              returned: success
+              type: str
+        gpus:
+          description: One entry per GPU, in NVML/nvidia-smi index order.
+          returned: always
+          type: list
+          elements: dict
+          contains:
+            index:
+              description: NVML/nvidia-smi index.
+              returned: success
+              type: int
+            name:
+              description: Product name, e.g. NVIDIA H100 80GB HBM3.
+              returned: success
+              type: str
+            uuid:
+              description: GPU UUID (GPU-...).
+              returned: success
+              type: str
+            serial:
+              description: Board serial number.
+              returned: success
+              type: str
+            pci_bus_id:
+              description: Normalised as DDDD:BB:DD.F, lower case.
+              returned: success
+              type: str
+            board_part_number:
+              description: Board part number.
+              returned: success
+              type: str
+            vbios_version:
+              description: VBIOS version.
+              returned: success
+              type: str
+            architecture:
+              description: Lower-case architecture name, e.g. hopper.
+              returned: success
+              type: str
+            compute_capability:
+              description: MAJOR.MINOR.
+              returned: success
+              type: str
+            lost:
+              description: True when the GPU answered NVML_ERROR_GPU_IS_LOST or nvidia-smi reported it unavailable.
+              returned: success
+              type: bool
+            memory:
+              description: Frame buffer memory in MiB (total, used, free, reserved) and BAR1 total/used.
+              returned: always
+              type: dict
+              contains:
+                total_mib:
+                  description: Total frame buffer.
+                  returned: success
+                  type: int
+                used_mib:
+                  description: Used.
+                  returned: success
+                  type: int
+                free_mib:
+                  description: Free.
+                  returned: success
+                  type: int
+                reserved_mib:
+                  description: Reserved by the driver.
+                  returned: success
+                  type: int
+                bar1_total_mib:
+                  description: BAR1 total.
+                  returned: success
+                  type: int
+                bar1_used_mib:
+                  description: BAR1 used.
+                  returned: success
+                  type: int
+            temperature:
+              description: 'Degrees C: GPU core, slowdown and shutdown thresholds, memory (HBM).'
+              returned: always
+              type: dict
+              contains:
+                gpu_c:
+                  description: GPU core temperature.
+                  returned: success
+                  type: int
+                slowdown_c:
+                  description: Slowdown threshold.
+                  returned: success
+                  type: int
+                shutdown_c:
+                  description: Shutdown threshold.
+                  returned: success
+                  type: int
+                memory_c:
+                  description: Memory temperature.
+                  returned: success
+                  type: int
+            power:
+              description: 'Watts: draw, enforced limit, default limit, min/max settable limits.'
+              returned: always
+              type: dict
+              contains:
+                draw_w:
+                  description: Current draw.
+                  returned: success
+                  type: float
+                limit_w:
+                  description: Enforced power limit.
+                  returned: success
+                  type: float
+                default_limit_w:
+                  description: Default power limit.
+                  returned: success
+                  type: float
+                min_limit_w:
+                  description: Lowest settable limit.
+                  returned: success
+                  type: float
+                max_limit_w:
+                  description: Highest settable limit.
+                  returned: success
+                  type: float
+            fan_speed_pct:
+              description: Fan speed in percent; null on passively cooled boards.
+              returned: success
+              type: int
+            clocks:
+              description: Current and maximum graphics, SM and memory clocks in MHz.
+              returned: always
+              type: dict
+              contains:
+                graphics_mhz:
+                  description: Graphics clock.
+                  returned: success
+                  type: int
+                sm_mhz:
+                  description: SM clock.
+                  returned: success
+                  type: int
+                memory_mhz:
+                  description: Memory clock.
+                  returned: success
+                  type: int
+                max_graphics_mhz:
+                  description: Max graphics clock.
+                  returned: success
+                  type: int
+                max_sm_mhz:
+                  description: Max SM clock.
+                  returned: success
+                  type: int
+                max_memory_mhz:
+                  description: Max memory clock.
+                  returned: success
+                  type: int
+            clock_event_reasons:
+              description: Active clock event (throttle) reasons as a bit mask and decoded names.
+              returned: always
+              type: dict
+              contains:
+                mask:
+                  description: NVML clocks event reason bit mask.
+                  returned: success
+                  type: int
+                active:
+                  description: 'Decoded names: gpu_idle, applications_clocks_setting, sw_power_cap, hw_slowdown,
+                    sync_boost, sw_thermal_slowdown, hw_thermal_slowdown, hw_power_brake_slowdown, display_clock_setting,
+                    ...'
+                  returned: always
+                  type: list
+                  elements: str
+            performance_state:
+              description: P0..P15.
+              returned: success
+              type: str
+            utilization:
+              description: GPU and memory utilization in percent.
+              returned: always
+              type: dict
+              contains:
+                gpu_pct:
+                  description: GPU utilization.
+                  returned: success
+                  type: int
+                memory_pct:
+                  description: Memory controller utilization.
+                  returned: success
+                  type: int
+            ecc:
+              description: 'ECC mode (current, pending after reset) and error counts: volatile (since boot) and
+                aggregate (lifetime), corrected and uncorrected.'
+              returned: always
+              type: dict
+              contains:
+                mode_current:
+                  description: ECC enabled now.
+                  returned: success
+                  type: bool
+                mode_pending:
+                  description: ECC mode after the next reset.
+                  returned: success
+                  type: bool
+                volatile_corrected:
+                  description: Corrected errors since boot.
+                  returned: success
+                  type: int
+                volatile_uncorrected:
+                  description: Uncorrected errors since boot.
+                  returned: success
+                  type: int
+                aggregate_corrected:
+                  description: Corrected errors, lifetime.
+                  returned: success
+                  type: int
+                aggregate_uncorrected:
+                  description: Uncorrected errors, lifetime.
+                  returned: success
+                  type: int
+            retired_pages:
+              description: 'Retired memory pages (pre-Ampere): single-bit and double-bit counts, and whether a retirement
+                is pending a reset.'
+              returned: always
+              type: dict
+              contains:
+                single_bit:
+                  description: Pages retired for multiple single-bit errors.
+                  returned: success
+                  type: int
+                double_bit:
+                  description: Pages retired for double-bit errors.
+                  returned: success
+                  type: int
+                pending:
+                  description: A retirement waits for a reset.
+                  returned: success
+                  type: bool
+            remapped_rows:
+              description: 'Row remapping (Ampere and newer): correctable and uncorrectable remaps, pending (needs
+                a reset), failure (needs repair).'
+              returned: always
+              type: dict
+              contains:
+                correctable:
+                  description: Rows remapped for correctable errors.
+                  returned: success
+                  type: int
+                uncorrectable:
+                  description: Rows remapped for uncorrectable errors.
+                  returned: success
+                  type: int
+                pending:
+                  description: A remap waits for a reset.
+                  returned: success
+                  type: bool
+                failure:
+                  description: 'Remapping failed: the GPU needs repair.'
+                  returned: success
+                  type: bool
+            pcie:
+              description: PCIe link generation and width (current and maximum), replay counter and AER counters.
+              returned: always
+              type: dict
+              contains:
+                gen_current:
+                  description: Current link generation.
+                  returned: success
+                  type: int
+                gen_max:
+                  description: Maximum link generation of the GPU and host.
+                  returned: success
+                  type: int
+                width_current:
+                  description: Current link width (lanes).
+                  returned: success
+                  type: int
+                width_max:
+                  description: Maximum link width.
+                  returned: success
+                  type: int
+                replay_counter:
+                  description: PCIe replay counter.
+                  returned: success
+                  type: int
+                aer:
+                  description: PCIe AER counters from /sys/bus/pci/devices/<bus id>/aer_dev_*; totals per class
+                    and each named counter.
+                  returned: always
+                  type: dict
+                  contains:
+                    correctable:
+                      description: Total correctable errors.
+                      returned: success
+                      type: int
+                    nonfatal:
+                      description: Total non-fatal uncorrectable errors.
+                      returned: success
+                      type: int
+                    fatal:
+                      description: Total fatal errors.
+                      returned: success
+                      type: int
+                    counters:
+                      description: Each named AER counter.
+                      returned: always
+                      type: dict
+            nvlinks:
+              description: NVLink links with state and error counters; empty when the GPU has none.
+              returned: always
+              type: list
+              elements: dict
+              contains:
+                link:
+                  description: Link number.
+                  returned: success
+                  type: int
+                active:
+                  description: Link is up.
+                  returned: success
+                  type: bool
+                errors:
+                  description: 'Error counters: replay, recovery, CRC flit, CRC data.'
+                  returned: always
+                  type: dict
+                  contains:
+                    replay:
+                      description: Replay errors.
+                      returned: success
+                      type: int
+                    recovery:
+                      description: Recovery errors.
+                      returned: success
+                      type: int
+                    crc_flit:
+                      description: CRC flit errors.
+                      returned: success
+                      type: int
+                    crc_data:
+                      description: CRC data errors.
+                      returned: success
+                      type: int
+            compute_mode:
+              description: 'Compute mode. One of: default, exclusive_thread, prohibited, exclusive_process, null.'
+              returned: success
+              type: str
+            persistence_mode:
+              description: Persistence mode enabled.
+              returned: success
+              type: bool
+            mig:
+              description: MIG mode current and pending, and the MIG layout.
+              returned: always
+              type: dict
+              contains:
+                mode_current:
+                  description: null when the GPU does not support MIG.
+                  returned: success
+                  type: bool
+                mode_pending:
+                  description: MIG mode after the next GPU reset; differs from mode_current while a change is pending.
+                  returned: success
+                  type: bool
+                gpu_instances:
+                  description: GPU instances with their compute instances.
+                  returned: always
+                  type: list
+                  elements: dict
+                  contains:
+                    id:
+                      description: GPU instance id.
+                      returned: success
+                      type: int
+                    profile_id:
+                      description: GPU instance profile id.
+                      returned: success
+                      type: int
+                    profile_name:
+                      description: Profile name, e.g. 3g.40gb.
+                      returned: success
+                      type: str
+                    placement:
+                      description: Memory slice placement.
+                      returned: always
+                      type: dict
+                      contains:
+                        start:
+                          description: First slice.
+                          returned: success
+                          type: int
+                        size:
+                          description: Number of slices.
+                          returned: success
+                          type: int
+                    memory_mib:
+                      description: Memory of the instance.
+                      returned: success
+                      type: int
+                    compute_instances:
+                      description: Compute instances in this GPU instance.
+                      returned: always
+                      type: list
+                      elements: dict
+                      contains:
+                        id:
+                          description: Compute instance id.
+                          returned: success
+                          type: int
+                        profile_id:
+                          description: Compute instance profile id.
+                          returned: success
+                          type: int
+                        profile_name:
+                          description: Profile name, e.g. 3g.40gb.
+                          returned: success
+                          type: str
+                        placement:
+                          description: Placement inside the GPU instance.
+                          returned: always
+                          type: dict
+                          contains:
+                            start:
+                              description: First slice.
+                              returned: success
+                              type: int
+                            size:
+                              description: Number of slices.
+                              returned: success
+                              type: int
+            processes:
+              description: Compute processes on the GPU.
+              returned: always
+              type: list
+              elements: dict
+              contains:
+                pid:
+                  description: Process id.
+                  returned: success
+                  type: int
+                name:
+                  description: Process name.
+                  returned: success
+                  type: str
+                type:
+                  description: 'Process type. One of: compute, graphics, compute+graphics, null.'
+                  returned: success
+                  type: str
+                used_memory_mib:
+                  description: GPU memory used by the process.
+                  returned: success
+                  type: int
+                gpu_instance_id:
+                  description: MIG GPU instance, or null.
+                  returned: success
+                  type: int
+                compute_instance_id:
+                  description: MIG compute instance, or null.
+                  returned: success
+                  type: int
+            fabric:
+              description: NVLink fabric (NVSwitch / GB200) registration state; null when the GPU has no fabric.
+              returned: always
+              type: dict
+              contains:
+                state:
+                  description: not_started, in_progress, completed, not_supported.
+                  returned: success
+                  type: str
+                status:
+                  description: success or the NVML error name.
+                  returned: success
+                  type: str
+                clique_id:
+                  description: Fabric clique id.
+                  returned: success
+                  type: int
+                cluster_uuid:
+                  description: Fabric cluster UUID.
+                  returned: success
+                  type: str
+        host:
+          description: 'Host facts: kernel, OS, GPU services, CUDA toolkits, container runtime.'
+          returned: always
+          type: dict
+          contains:
+            hostname:
+              description: Host name.
+              returned: success
+              type: str
+            kernel:
+              description: Kernel release.
+              returned: success
+              type: str
+            os:
+              description: From /etc/os-release.
+              returned: always
+              type: dict
+              contains:
+                id:
+                  description: ID from os-release.
+                  returned: success
+                  type: str
+                version_id:
+                  description: VERSION_ID.
+                  returned: success
+                  type: str
+                pretty_name:
+                  description: PRETTY_NAME.
+                  returned: success
+                  type: str
+            services:
+              description: 'Keyed by the role of the service: persistenced, fabricmanager, mps, dcgm, plus any extra
+                services asked for.'
+              returned: always
+              type: dict
+            mps_daemon_running:
+              description: An nvidia-cuda-mps-control process is running (with or without a unit).
+              returned: success
+              type: bool
+            cuda_toolkits:
+              description: Installed CUDA toolkits (/usr/local/cuda-*).
+              returned: always
+              type: list
+              elements: dict
+              contains:
+                path:
+                  description: Toolkit folder.
+                  returned: success
+                  type: str
+                version:
+                  description: Toolkit version, e.g. 12.4.131.
+                  returned: success
+                  type: str
+            container_toolkit:
+              description: NVIDIA container toolkit version and runtime configuration of docker and containerd.
+              returned: always
+              type: dict
+              contains:
+                version:
+                  description: nvidia-container-toolkit version.
+                  returned: success
+                  type: str
+                docker_nvidia_runtime:
+                  description: docker daemon.json defines an nvidia runtime.
+                  returned: success
+                  type: bool
+                docker_default_runtime:
+                  description: docker default-runtime.
+                  returned: success
+                  type: str
+                containerd_nvidia_runtime:
+                  description: containerd config defines an nvidia runtime.
+                  returned: success
+                  type: bool
+        xid_events:
+          description: NVRM Xid lines from the kernel log within kernel_log_window_hours.
+          returned: always
+          type: list
+          elements: dict
+          contains:
+            xid:
+              description: Xid number.
+              returned: success
+              type: int
+            pci_bus_id:
+              description: Normalised DDDD:BB:DD.0 to match gpus[].pci_bus_id.
+              returned: success
+              type: str
+            time:
+              description: ISO 8601 when the log gave a full time; the raw timestamp otherwise.
+              returned: success
+              type: str
+            pid:
+              description: Process id, null when unknown.
+              returned: success
+              type: int
+            process_name:
+              description: Process name, null when unknown.
+              returned: success
+              type: str
+            gpu_instance_id:
+              description: MIG GPU instance (GPU-I).
+              returned: success
+              type: int
+            compute_instance_id:
+              description: MIG compute instance (GPU-CI).
+              returned: success
+              type: int
+            message:
+              description: Rest of the line.
+              returned: success
+              type: str
+        kernel_events:
+          description: 'Other NVIDIA kernel log events: GPU fallen off the bus without an Xid line, API (driver/library)
+            mismatch.'
+          returned: always
+          type: list
+          elements: dict
+          contains:
+            kind:
+              description: 'Event kind. One of: fallen_off_bus, api_mismatch.'
+              returned: success
+              type: str
+            time:
+              description: ISO 8601 or the raw timestamp.
+              returned: success
+              type: str
+            pci_bus_id:
+              description: GPU, when the message names one.
+              returned: success
+              type: str
+            client_version:
+              description: Userspace version in an API mismatch.
+              returned: success
+              type: str
+            kernel_module_version:
+              description: Kernel module version in an API mismatch.
+              returned: success
+              type: str
+            message:
+              description: The message, continuation lines joined.
+              returned: success
+              type: str
+        errors:
+          description: 'Every query that failed: the GPU (index or null), the call and the reason. Not-supported
+            values are null without an entry.'
+          returned: always
+          type: list
+          elements: dict
+          contains:
+            gpu:
+              description: GPU index, or null for host-wide queries.
+              returned: success
+              type: int
+            call:
+              description: The query that failed (NVML function, command, file).
+              returned: success
+              type: str
+            reason:
+              description: 'Why it failed: the NVML error string, the command''s failure, or the parse error.'
+              returned: success
+              type: str
+            code:
+              description: NVML return code or exit status where there is one.
+              returned: success
+              type: int
+"""
+# END GENERATED RETURN
+
+import json
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_native
+
+from ansible_collections.gpufleet.core.plugins.module_utils.collector import (
+    Collection, CollectionError, validate_fixture)
+from ansible_collections.gpufleet.core.plugins.module_utils.host_io import LiveHost
+
+try:
+    import pynvml
+except ImportError:
+    pynvml = None
+
+
+def load_fixture(module, path):
+    try:
+        with open(path) as handle:
+            return validate_fixture(json.load(handle), path)
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="fixture %s cannot be read: %s" % (path, to_native(exc)))
+    except ValueError as exc:
+        module.fail_json(msg="fixture %s is not valid JSON: %s" % (path, to_native(exc)))
+    except CollectionError as exc:
+        module.fail_json(msg=to_native(exc))
+
+
+def write_fixture(module, path, document):
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        module.fail_json(msg="record: folder %s does not exist" % folder)
+    descriptor, temporary = tempfile.mkstemp(prefix=".gpufleet-fixture-", dir=folder)
+    with os.fdopen(descriptor, "w") as handle:
+        json.dump(document, handle, indent=1, sort_keys=True)
+    module.atomic_move(temporary, path)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            source=dict(type="str", default="auto", choices=["auto", "nvml", "nvidia_smi", "replay"]),
+            gather_subset=dict(type="list", elements="str", default=["all"]),
+            timeout=dict(type="int", default=60),
+            command_timeout=dict(type="int", default=20),
+            kernel_log_source=dict(type="str", default="auto", choices=["auto", "journalctl", "dmesg", "files"]),
+            kernel_log_files=dict(type="list", elements="path", default=[]),
+            kernel_log_window_hours=dict(type="int", default=72),
+            services=dict(type="list", elements="str", default=[]),
+            record=dict(type="path"),
+            scrub=dict(type="bool", default=True),
+            fixture=dict(type="path"),
+        ),
+        required_if=[("source", "replay", ["fixture"]), ("kernel_log_source", "files", ["kernel_log_files"])],
+        mutually_exclusive=[("record", "fixture")],
+        supports_check_mode=True,
+    )
+    params = module.params
+    for name in ("timeout", "command_timeout", "kernel_log_window_hours"):
+        if params[name] <= 0:
+            module.fail_json(msg="%s must be a positive number of seconds or hours, not %s" % (name, params[name]))
+    if params["fixture"] and params["source"] != "replay":
+        module.fail_json(msg="fixture is only read with source=replay (source is %s)" % params["source"])
+    fixture = load_fixture(module, params["fixture"]) if params["source"] == "replay" else None
+    needs_nvml = params["source"] == "nvml" or (fixture is not None and fixture["source"] == "nvml")
+    if needs_nvml and pynvml is None:
+        module.fail_json(msg="source=%s needs the Python package nvidia-ml-py (import pynvml) on the target"
+                         % params["source"])
+    try:
+        collection = Collection(
+            source=params["source"], gather_subset=params["gather_subset"], timeout=params["timeout"],
+            command_timeout=params["command_timeout"], kernel_log_source=params["kernel_log_source"],
+            kernel_log_files=params["kernel_log_files"], kernel_log_window_hours=params["kernel_log_window_hours"],
+            services=params["services"], record=bool(params["record"]), scrub=params["scrub"],
+            fixture=fixture, pynvml=pynvml,
+            host=LiveHost(run_command=module.run_command,
+                          find_bin=lambda name: module.get_bin_path(name, required=False)))
+        facts, recorded = collection.run()
+    except CollectionError as exc:
+        module.fail_json(msg=to_native(exc))
+
+    changed = False
+    if recorded is not None and not module.check_mode:
+        write_fixture(module, params["record"], recorded)
+        changed = True
+    module.exit_json(changed=changed, ansible_facts=dict(gpufleet=facts))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One line per host for the terminal, from the facts (or the failure) of the collection."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+
+def collection_status(result):
+    """ok, unreachable or failed, from the registered result of the gpu_facts task."""
+    if not isinstance(result, dict) or not result:
+        return "failed"
+    if result.get("unreachable"):
+        return "unreachable"
+    if result.get("failed") or "ansible_facts" not in result:
+        return "failed"
+    return "ok"
+
+
+def summary_line(host, result):
+    status = collection_status(result)
+    if status != "ok":
+        reason = (result or {}).get("msg") or "no result"
+        return "%s: %s - %s" % (host, status.upper(), " ".join(str(reason).split())[:200])
+    facts = result["ansible_facts"]["gpufleet"]
+    if not facts.get("nvidia_present"):
+        text = "%s: ok - no NVIDIA stack found" % host
+        return text + _error_suffix(facts)
+    driver = facts.get("driver") or {}
+    gpus = facts.get("gpus") or []
+    parts = [
+        "%s: ok" % host,
+        "source=%s" % (facts.get("replay_of") or facts.get("source")) + (" (replay)" if facts.get("source") == "replay" else ""),
+        "driver=%s" % (driver.get("version") or "?"),
+        "cuda=%s" % (driver.get("cuda_driver_version") or "?"),
+        "gpus=%d" % len(gpus),
+    ]
+    names = sorted({gpu.get("name") or "?" for gpu in gpus})
+    if names:
+        parts.append("[%s]" % ", ".join(names))
+    if driver.get("mismatch"):
+        parts.append("DRIVER MISMATCH")
+    lost = [str(gpu["index"]) for gpu in gpus if gpu.get("lost")]
+    if lost:
+        parts.append("lost=%s" % ",".join(lost))
+    xids = sorted({event["xid"] for event in facts.get("xid_events") or []})
+    if xids:
+        parts.append("xid=%s" % ",".join(str(x) for x in xids))
+    return " ".join(parts) + _error_suffix(facts)
+
+
+def _error_suffix(facts):
+    count = len(facts.get("errors") or [])
+    return " errors=%d" % count if count else ""
+
+
+def summary_lines(results_by_host):
+    return [summary_line(host, results_by_host[host]) for host in sorted(results_by_host)]
