@@ -1,0 +1,111 @@
+"""Runs audit.yml with ansible-playbook, as a user does, on the demo fleet."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from tests.unit.schema_check import assert_valid_facts
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEMO = os.path.join(ROOT, "inventories", "demo")
+PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+
+
+def run_audit(report_dir, *inventories, extra=()):
+    argv = [PLAYBOOK_BIN, "audit.yml", "-e", "gpufleet_report_dir=%s" % report_dir]
+    for inventory in inventories:
+        argv += ["-i", inventory]
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_HOST_KEY_CHECKING="False")
+    return subprocess.run(argv + list(extra), cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+def demo_hosts():
+    with open(os.path.join(DEMO, "hosts.yml")) as handle:
+        inventory = yaml.safe_load(handle)
+    hosts = set()
+
+    def walk(group):
+        hosts.update((group.get("hosts") or {}).keys())
+        for child in (group.get("children") or {}).values():
+            walk(child or {})
+
+    for group in inventory.values():
+        walk(group or {})
+    return sorted(hosts)
+
+
+def read_json(path):
+    with open(path) as handle:
+        return json.load(handle)
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    report_dir = tmp_path_factory.mktemp("reports")
+    result = run_audit(str(report_dir), DEMO)
+    return report_dir, result
+
+
+def test_audit_writes_schema_valid_facts_for_every_demo_host(demo_run):
+    report_dir, result = demo_run
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    latest = report_dir / "latest"
+    assert latest.is_symlink()
+    hosts = demo_hosts()
+    assert len(hosts) >= 12
+    written = sorted(p.name[:-5] for p in (latest / "facts").iterdir())
+    assert written == hosts
+    for host in hosts:
+        assert_valid_facts(read_json(str(latest / "facts" / ("%s.json" % host))))
+
+
+def test_audit_summary_has_one_line_per_host(demo_run):
+    report_dir, result = demo_run
+    summary = read_json(str(report_dir / "latest" / "summary.json"))
+    lines = summary["hosts"]
+    assert [line.split(":")[0] for line in lines] == demo_hosts()
+    by_host = dict((line.split(":")[0], line) for line in lines)
+    assert "xid=79" in by_host["gpu-h100-xid79-02"]
+    assert "DRIVER MISMATCH" in by_host["gpu-h100-mismatch-03"]
+    assert "no NVIDIA stack found" in by_host["cpu-node-nodriver-13"]
+    assert "source=nvidia_smi (replay)" in by_host["gpu-t4-nvsmi-14"]
+    assert "gpus=8" in by_host["gpu-h100-ok-01"] and "errors=" not in by_host["gpu-h100-ok-01"]
+    for line in lines:
+        assert line in result.stdout
+
+
+def test_scenario_facts_reach_the_report(demo_run):
+    report_dir, _ = demo_run
+    facts = report_dir / "latest" / "facts"
+    lost = read_json(str(facts / "gpu-h100-xid79-02.json"))
+    lost_bus = [g["pci_bus_id"] for g in lost["gpus"] if g["lost"]]
+    assert len(lost_bus) == 1
+    assert [e["pci_bus_id"] for e in lost["xid_events"] if e["xid"] == 79] == lost_bus
+    t4 = read_json(str(facts / "gpu-t4-nvsmi-14.json"))
+    assert (t4["source"], t4["replay_of"], t4["driver"]["version"]) == ("replay", "nvidia_smi", "515.105.01")
+
+
+def test_unreachable_and_failed_hosts_are_reported_without_hiding_the_others(tmp_path):
+    extra_inventory = tmp_path / "extra.yml"
+    extra_inventory.write_text(yaml.safe_dump({"all": {"hosts": {
+        "gpu-gone-98": {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 9,
+                        "ansible_user": "nobody", "ansible_ssh_common_args": "-o ConnectTimeout=3 -o BatchMode=yes"},
+        "gpu-badfixture-99": {"gpufleet_facts_fixture": str(tmp_path / "missing.json")},
+    }}}))
+    report_dir = tmp_path / "reports"
+    result = run_audit(str(report_dir), DEMO, str(extra_inventory),
+                       extra=["--limit", "gpu-h100-ok-01,gpu-gone-98,gpu-badfixture-99"])
+    output = result.stdout + result.stderr
+    summary = read_json(str(report_dir / "latest" / "summary.json"))["hosts"]
+    by_host = dict((line.split(":")[0], line) for line in summary)
+    assert sorted(by_host) == ["gpu-badfixture-99", "gpu-gone-98", "gpu-h100-ok-01"], output[-3000:]
+    assert by_host["gpu-gone-98"].startswith("gpu-gone-98: UNREACHABLE")
+    assert by_host["gpu-badfixture-99"].startswith("gpu-badfixture-99: FAILED")
+    assert "missing.json" in by_host["gpu-badfixture-99"]
+    assert by_host["gpu-h100-ok-01"].startswith("gpu-h100-ok-01: ok")
+    assert (report_dir / "latest" / "facts" / "gpu-h100-ok-01.json").exists()
