@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Write the pip bootstrap script that ansible-test sanity --local expects in its cache.
+"""Write the pip bootstrap script that ansible-test sanity (run on this machine) expects in its cache.
 
 ansible-test creates a virtual environment per sanity test and bootstraps pip in it with
 https://ci-files.testing.ansible.com/ansible-test/get-pip-<version>.py, which it first looks for at

@@ -6,17 +6,16 @@
 # ones that are not ignored) are copied to build/sanity/ansible_collections/gpufleet/core, fresh each run.
 #
 # Pythons: the controller is the venv's Python (3.12). Modules and module_utils run on GPU hosts with
-# Python 3.9+, so the multi-version tests (compile, import) also run on 3.9, 3.10 and 3.11 when those are
-# installed (pyenv or /usr/bin); ansible-test skips, with a warning, a version it cannot find. Set
-# SANITY_PYTHONS="3.12" to test the controller Python only. 3.13 and 3.14 are left out by default: they
-# are controller-only Pythons this project does not run on, and each version adds a minute or so.
+# Python 3.9+, so the multi-version tests (compile, import) also run on 3.9, 3.10 and 3.11, found under
+# pyenv, /usr/local/bin or /usr/bin; a version that is not installed is left out with a warning.
+# SANITY_PYTHONS="3.12" tests the controller Python only. 3.13 and 3.14 are left out by default: they are
+# controller-only Pythons this project does not run on.
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv_bin="$repo_root/.venv/bin"
 build_root="$repo_root/build/sanity"
 collection_copy="$build_root/ansible_collections/gpufleet/core"
-python_links="$build_root/bin"
 sanity_pythons=${SANITY_PYTHONS:-"3.9 3.10 3.11 3.12"}
 
 die() { echo "sanity.sh: $*" >&2; exit 1; }
@@ -45,7 +44,7 @@ copy_collection() {
 # for versions that are not pyenv's current one.
 find_python() {
     local version=$1 candidate
-    if [[ "$version" == "$("$venv_bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" ]]; then
+    if [[ "$version" == "$(venv_python_version)" ]]; then
         echo "$venv_bin/python"
         return
     fi
@@ -58,45 +57,37 @@ find_python() {
     done
 }
 
-# ansible-test --local tests every pythonX.Y it finds on PATH: offer it exactly the chosen ones.
-link_pythons() {
+venv_python_version() {
+    "$venv_bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])'
+}
+
+# One --target-python option per chosen version that is installed. Naming them (rather than --local,
+# which tests every pythonX.Y it finds on PATH) keeps the set the same on every machine.
+target_python_options() {
     local version interpreter
-    mkdir -p "$python_links"
     for version in $sanity_pythons; do
         interpreter=$(find_python "$version")
         if [[ -n "$interpreter" ]]; then
-            ln -sf "$interpreter" "$python_links/python$version"
-            echo "sanity.sh: Python $version: $interpreter"
+            echo "sanity.sh: Python $version: $interpreter" >&2
+            printf '%s\n' --target-python "$version@$interpreter"
         else
-            echo "sanity.sh: Python $version: not installed, its multi-version tests will be skipped" >&2
+            echo "sanity.sh: WARNING: Python $version is not installed: compile and import are not tested on it" >&2
         fi
     done
 }
 
-# PATH for ansible-test: the venv, the chosen Pythons, then the system without pyenv's shims.
-sanity_path() {
-    local entry entries kept=()
-    IFS=: read -r -a entries <<<"$PATH"
-    for entry in "${entries[@]}"; do
-        case "$entry" in
-            */.pyenv/shims | */pyenv-virtualenv/shims | "$venv_bin") ;;
-            *) kept+=("$entry") ;;
-        esac
-    done
-    local IFS=:
-    echo "$venv_bin:$python_links:${kept[*]}"
-}
-
 main() {
-    local started=$SECONDS status=0
+    local started=$SECONDS status=0 targets
     copy_collection
-    link_pythons
+    mapfile -t targets < <(target_python_options)
     "$venv_bin/python" "$repo_root/tools/get_pip_standin.py" >/dev/null
     cd "$collection_copy"
     # The content root is named so ansible-test does not walk up to this repository's .git, where build/
-    # is ignored and every file of the copy would be skipped.
-    ANSIBLE_TEST_CONTENT_ROOT="$collection_copy" PATH=$(sanity_path) \
-        "$venv_bin/ansible-test" sanity --local --color no "$@" || status=$?
+    # is ignored and every file of the copy would be skipped. "origin" is this machine, as with --local.
+    ANSIBLE_TEST_CONTENT_ROOT="$collection_copy" PATH="$venv_bin:$PATH" \
+        "$venv_bin/ansible-test" sanity --color no \
+        --controller "origin:python=$(venv_python_version)@$venv_bin/python" "${targets[@]}" "$@" \
+        || status=$?
     echo "sanity.sh: finished in $((SECONDS - started)) s with status $status"
     return "$status"
 }

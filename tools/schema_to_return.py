@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Writes the RETURN block of plugins/modules/gpu_facts.py from the published JSON Schema,
 so ansible-doc and the schema cannot drift apart. --check exits 1 when the block is stale."""
 

@@ -22,7 +22,7 @@ description:
     sets that value to null and adds an entry to C(errors); the other values and GPUs are still returned.
   - Never uses a shell and changes nothing on the host. External commands are found on the remote C(PATH).
 author:
-  - gpufleet contributors
+  - gpufleet contributors (!UNKNOWN)
 requirements:
   - Python 3.9 or newer on the target.
   - C(nvidia-ml-py) on the target for O(source=nvml) (optional for O(source=auto)).
@@ -100,10 +100,13 @@ options:
     type: path
 attributes:
   check_mode:
+    description: Can run in check mode and return the same facts; O(record) writes nothing then.
     support: full
   diff_mode:
+    description: Changes nothing, so there is no diff.
     support: none
   facts:
+    description: Returns facts under C(ansible_facts.gpufleet).
     support: full
 notes:
   - Facts are returned under C(ansible_facts.gpufleet); the schema version is in C(gpufleet.schema_version).
