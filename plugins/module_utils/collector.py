@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import contextlib
+import copy
 import ctypes
 import datetime
 import threading
@@ -196,13 +197,14 @@ class Collection:
             yield True
 
     def _collect_nvml_with_deadline(self, pynvml, facts):
-        """NVML calls can hang on a GPU that fell off the bus; the worker thread is left
-        behind after the deadline and the GPUs finished so far are kept."""
+        """NVML calls can hang on a GPU that fell off the bus. The worker fills its own
+        facts; after the deadline it is left behind and a copy of what it finished is kept."""
         outcome = {}
+        scratch = new_facts()
 
         def work():
             try:
-                outcome["answered"] = collect_nvml(pynvml, facts, set(self.subsets), deadline=self._deadline)
+                outcome["answered"] = collect_nvml(pynvml, scratch, set(self.subsets), deadline=self._deadline)
             except FixtureMiss as exc:
                 outcome["miss"] = exc
             except Exception as exc:  # pylint: disable=broad-except
@@ -212,9 +214,14 @@ class Collection:
         worker.daemon = True
         worker.start()
         worker.join(self.remaining() + 0.5)
-        if worker.is_alive():
+        hung = worker.is_alive()
+        if hung:
+            scratch = copy.deepcopy({key: scratch[key] for key in ("driver", "gpus", "errors", "nvidia_present")})
+        facts["driver"].update(scratch["driver"])
+        facts["gpus"].extend(scratch["gpus"])
+        facts["errors"].extend(scratch["errors"])
+        if hung:
             add_error(facts, None, "nvml", "NVML did not answer within the %ss collection timeout" % self.timeout)
-            facts["gpus"] = list(facts["gpus"])
             return bool(facts["gpus"])
         if "miss" in outcome:
             raise CollectionError("replay fixture: %s" % outcome["miss"])

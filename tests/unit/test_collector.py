@@ -1,6 +1,12 @@
+import time
+
+import pynvml
 import pytest
 
 from ansible_collections.gpufleet.core.plugins.module_utils import collector
+from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost
+from tests.support.nvml_sim import SimulatedNvmlLibrary, scenario_h100_node
+from tests.unit.schema_check import assert_valid_facts
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts, new_gpu
 
 
@@ -78,3 +84,51 @@ def test_bad_fixture_is_refused_with_its_path(fixture, message):
     with pytest.raises(collector.CollectionError, match=message) as info:
         collector.validate_fixture(fixture, "/srv/f.json")
     assert "/srv/f.json" in str(info.value)
+
+
+class _HangingOn:
+    """Wraps a simulated library; one C function blocks as NVML does on a GPU that fell off the bus."""
+
+    def __init__(self, library, function, gpu_address_index, seconds):
+        self._library = library
+        self._function = function
+        self._seconds = seconds
+        self._index = gpu_address_index
+
+    def __getattr__(self, name):
+        real = getattr(self._library, name)
+        if name != self._function:
+            return real
+
+        def blocking(*args):
+            if int(getattr(args[0], "value", args[0])) == self._index:
+                time.sleep(self._seconds)
+            return real(*args)
+        blocking.restype = real.restype
+        return blocking
+
+
+def test_hung_nvml_call_returns_finished_gpus_within_the_timeout():
+    library = _HangingOn(SimulatedNvmlLibrary(scenario_h100_node(4)), "nvmlDeviceGetHandleByIndex_v2", 2, 30)
+    started = time.monotonic()
+    facts, _ = collector.Collection(source="nvml", gather_subset=["min"], timeout=2, pynvml=pynvml,
+                                    host=ReplayHost({}), nvml_library=library).run()
+    assert time.monotonic() - started < 5
+    assert [gpu["index"] for gpu in facts["gpus"]] == [0, 1]
+    assert any("did not answer within the 2s" in error["reason"] for error in facts["errors"])
+    facts["collected_at"] = facts["collected_at"] or "x"
+    assert_valid_facts(facts)
+
+
+def test_simulated_node_through_the_whole_collection_is_schema_valid():
+    facts, fixture = collector.Collection(source="auto", pynvml=pynvml, host=ReplayHost({}), record=True,
+                                          nvml_library=SimulatedNvmlLibrary(scenario_h100_node(2))).run()
+    assert (facts["source"], len(facts["gpus"]), fixture["source"]) == ("nvml", 2, "nvml")
+    assert_valid_facts(facts)
+    replayed, _ = collector.Collection(source="replay", fixture=fixture, pynvml=pynvml).run()
+    assert replayed["replay_of"] == "nvml"
+    assert [g["serial"] for g in replayed["gpus"]] == ["SCRUBBED00001", "SCRUBBED00002"]
+
+    def identity_free(gpus):
+        return [dict(gpu, uuid=None, serial=None) for gpu in gpus]
+    assert identity_free(replayed["gpus"]) == identity_free(facts["gpus"])
