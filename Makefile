@@ -13,7 +13,7 @@ BASE_PYTHON ?= $(shell for p in $(PYTHON_CANDIDATES); do \
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: help venv audit test test-unit test-integration test-docs sanity lint bench clean
+.PHONY: help venv system-packages audit test test-unit test-integration test-docs sanity lint bench clean
 
 help:
 	@echo "make audit   - set up .venv and audit the demo fleet (reports/latest)"
@@ -33,7 +33,10 @@ audit: $(STAMP)
 	$(VENV)/bin/ansible-playbook audit.yml; status=$$?; \
 	echo; echo "Reports: $(CURDIR)/reports/latest/ (facts per host under facts/)"; exit $$status
 
-test: test-unit test-docs test-integration sanity lint
+test: system-packages test-unit test-docs test-integration sanity lint
+
+system-packages:
+	tools/ensure_system_packages.sh
 
 test-unit: $(STAMP)
 	$(VENV_PY) -m pytest tests/unit -q

@@ -14,7 +14,8 @@ import datetime
 import threading
 import time
 
-from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import add_error, new_facts
+from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
+    add_error, new_facts, normalize_pci_bus_id)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_facts import (
     collect_host, collect_pcie_aer, read_kernel_module_version)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import (
@@ -31,6 +32,7 @@ FIXTURE_FORMAT_VERSION = 1
 ALL_SUBSETS = ("driver", "gpus", "processes", "mig", "nvlink", "host", "kernel_log")
 MIN_SUBSETS = ("driver", "gpus")
 NVML_LIBRARY = "libnvidia-ml.so.1"
+PROC_DRIVER_GPUS = "/proc/driver/nvidia/gpus"
 
 
 class CollectionError(Exception):
@@ -118,6 +120,7 @@ class Collection:
         if "driver" in self.subsets:
             self._collect_gpus(host, facts)
             facts["driver"]["kernel_module_version"] = read_kernel_module_version(host)
+            name_lost_gpus(host, facts)
         if "host" in self.subsets:
             collect_host(host, facts, extra_services=self.services, timeout=self.step_timeout())
             if facts["gpus"]:
@@ -140,8 +143,9 @@ class Collection:
 
     def _backends(self):
         if self.fixture is not None:
-            recorded = self.fixture.get("source")
-            return [recorded] if recorded != "none" else []
+            # the backends the recording host tried, in the same order, so failures replay too
+            tried_nvml = ["nvml"] if self.fixture.get("nvml") else []
+            return tried_nvml + ([] if self.fixture.get("source") == "nvml" else ["nvidia_smi"])
         if self.source == "auto":
             return ["nvml", "nvidia_smi"]
         return [self.source]
@@ -243,14 +247,30 @@ class Collection:
         return document
 
 
+def name_lost_gpus(host, facts):
+    """NVML cannot give the bus id of a GPU it lost; the kernel module still lists every GPU it
+    bound under /proc/driver/nvidia/gpus. When as many GPUs are unnamed as bus ids are unclaimed,
+    they pair up in bus order, the order NVML enumerates in."""
+    unnamed = [gpu for gpu in facts["gpus"] if gpu["pci_bus_id"] is None]
+    if not unnamed:
+        return
+    listed = [normalize_pci_bus_id(entry) for entry in host.listdir(PROC_DRIVER_GPUS) or []]
+    claimed = {gpu["pci_bus_id"] for gpu in facts["gpus"]}
+    unclaimed = sorted(bus for bus in listed if bus and bus not in claimed)
+    if len(unclaimed) == len(unnamed):
+        for gpu, bus in zip(unnamed, unclaimed):
+            gpu["pci_bus_id"] = bus
+
+
 def settle_driver_mismatch(facts):
     """The kernel module and the userspace library must be the same version. NVML and
     nvidia-smi report a mismatch themselves; otherwise compare the two versions, and
     trust a kernel-log 'API mismatch' only while the versions it names are current."""
     driver = facts["driver"]
-    if driver["mismatch"]:
-        return
     kernel, userspace = driver["kernel_module_version"], driver["userspace_version"]
+    if driver["mismatch"]:
+        fill_versions_from_mismatch_log(facts)
+        return
     if kernel and userspace and kernel != userspace:
         driver["mismatch"] = True
         driver["mismatch_reason"] = "kernel module %s, userspace library %s" % (kernel, userspace)
@@ -263,6 +283,19 @@ def settle_driver_mismatch(facts):
         if still_current:
             driver["mismatch"] = True
             driver["mismatch_reason"] = "kernel log: %s" % event["message"]
+            return
+
+
+def fill_versions_from_mismatch_log(facts):
+    """When NVML refused to start over a mismatch, the userspace version is only in the
+    kernel's 'API mismatch' message (the client is the userspace library)."""
+    driver = facts["driver"]
+    for event in reversed(facts["kernel_events"]):
+        if event["kind"] != "api_mismatch":
+            continue
+        if driver["kernel_module_version"] in (None, event.get("kernel_module_version")):
+            driver["userspace_version"] = driver["userspace_version"] or event.get("client_version")
+            driver["kernel_module_version"] = driver["kernel_module_version"] or event.get("kernel_module_version")
             return
 
 

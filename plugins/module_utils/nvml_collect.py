@@ -6,7 +6,8 @@
 pynvml is passed in (the module imports it when it is installed), so the same code runs
 against the real libnvidia-ml, a recorded fixture or a simulated library. Rules:
 
-- NVML_ERROR_NOT_SUPPORTED leaves the value null and adds no error (nvidia-smi's N/A).
+- NVML_ERROR_NOT_SUPPORTED leaves the value null and adds no error (nvidia-smi's N/A); so does a
+  function that this driver's libnvidia-ml does not have (NVML_ERROR_FUNCTION_NOT_FOUND).
 - Any other NVML error leaves the value null and adds an error entry with its code.
 - NVML_ERROR_GPU_IS_LOST marks the GPU lost and skips its remaining queries; the other
   GPUs are still collected.
@@ -188,7 +189,7 @@ class _NvmlCollector:
         return last[0], None, self._failed(index, last[0], last[1], last[2], quiet)
 
     def _failed(self, index, name, reason, code, quiet):
-        if code == NVML_ERROR_NOT_SUPPORTED or code in quiet:
+        if code in (NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_FUNCTION_NOT_FOUND) or code in quiet:
             return code
         add_error(self.facts, index, name, reason, code)
         if code == NVML_ERROR_GPU_IS_LOST and index is not None:

@@ -936,7 +936,7 @@ def main():
     if params["fixture"] and params["source"] != "replay":
         module.fail_json(msg="fixture is only read with source=replay (source is %s)" % params["source"])
     fixture = load_fixture(module, params["fixture"]) if params["source"] == "replay" else None
-    needs_nvml = params["source"] == "nvml" or (fixture is not None and fixture["source"] == "nvml")
+    needs_nvml = params["source"] == "nvml" or (fixture is not None and bool(fixture.get("nvml")))
     if needs_nvml and pynvml is None:
         module.fail_json(msg="source=%s needs the Python package nvidia-ml-py (import pynvml) on the target"
                          % params["source"])

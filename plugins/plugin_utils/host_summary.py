@@ -36,7 +36,7 @@ def summary_line(host, result):
         "cuda=%s" % (driver.get("cuda_driver_version") or "?"),
         "gpus=%d" % len(gpus),
     ]
-    names = sorted({gpu.get("name") or "?" for gpu in gpus})
+    names = sorted({gpu["name"] for gpu in gpus if gpu.get("name")})
     if names:
         parts.append("[%s]" % ", ".join(names))
     if driver.get("mismatch"):
