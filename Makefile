@@ -29,9 +29,13 @@ $(STAMP): pyproject.toml
 	$(VENV_PY) -m pip install --quiet ".[test]"
 	touch $@
 
+# The demo fleet has critical findings on purpose, so the playbook's exit status 2 (a finding at or above
+# the fail severity) is the expected outcome here; any other failure still fails.
 audit: $(STAMP)
-	$(VENV)/bin/ansible-playbook audit.yml; status=$$?; \
-	echo; echo "Reports: $(CURDIR)/reports/latest/ (facts per host under facts/)"; exit $$status
+	@$(VENV)/bin/ansible-playbook audit.yml; status=$$?; echo; \
+	if [ $$status -eq 2 ]; then echo "The audit found problems at or above the fail severity (exit status 2), as the demo fleet is built to."; \
+	elif [ $$status -ne 0 ]; then exit $$status; fi; \
+	echo "Reports: $(CURDIR)/reports/latest/ (report.html, report.json, junit.xml, gpufleet.prom, facts/)"
 
 test: system-packages test-unit test-docs test-integration sanity lint
 

@@ -113,9 +113,11 @@ class Collection:
         started = time.monotonic()
         self._deadline = started + self.timeout
         facts = new_facts()
-        facts["collected_at"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        facts["gather_subset"] = list(self.subsets)
         host = self._host()
+        # a replayed host answers with the time it was recorded: the facts describe that moment
+        facts["collected_at"] = datetime.datetime.fromtimestamp(
+            host.now(), datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        facts["gather_subset"] = list(self.subsets)
 
         if "driver" in self.subsets:
             self._collect_gpus(host, facts)

@@ -40,7 +40,8 @@ def summary_line(host, result):
     if names:
         parts.append("[%s]" % ", ".join(names))
     if driver.get("mismatch"):
-        parts.append("DRIVER MISMATCH")
+        parts.append("DRIVER MISMATCH (kernel module %s, userspace %s)"
+                     % (driver.get("kernel_module_version") or "?", driver.get("userspace_version") or "?"))
     lost = [str(gpu["index"]) for gpu in gpus if gpu.get("lost")]
     if lost:
         parts.append("lost=%s" % ",".join(lost))

@@ -51,40 +51,81 @@ def demo_run(tmp_path_factory):
     return report_dir, result
 
 
-def test_audit_writes_schema_valid_facts_for_every_demo_host(demo_run):
+def read_report(report_dir):
+    return read_json(str(report_dir / "latest" / "report.json"))
+
+
+def host_lines(report_dir):
+    return (report_dir / "latest" / "hosts.txt").read_text().splitlines()
+
+
+def test_demo_audit_fails_on_its_critical_findings_after_writing_every_report(demo_run):
     report_dir, result = demo_run
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.returncode == 2, result.stdout[-3000:] + result.stderr[-3000:]
     latest = report_dir / "latest"
     assert latest.is_symlink()
+    for name in ("report.json", "report.html", "junit.xml", "gpufleet.prom", "hosts.txt"):
+        assert (latest / name).stat().st_size > 0, name
+    report = read_report(report_dir)
+    assert report["summary"]["failed_threshold"] is True
+    assert report["summary"]["hosts"] == {"total": 14, "ok": 14, "unreachable": 0, "failed": 0}
+    assert "Result: FAIL" in result.stdout and "Likely causes" in result.stdout
+
+
+def test_audit_writes_schema_valid_facts_for_every_demo_host(demo_run):
+    report_dir = demo_run[0]
+    latest = report_dir / "latest"
     hosts = demo_hosts()
     assert len(hosts) >= 12
     written = sorted(p.name[:-5] for p in (latest / "facts").iterdir())
     assert written == hosts
     for host in hosts:
         assert_valid_facts(read_json(str(latest / "facts" / ("%s.json" % host))))
+    report = read_report(report_dir)
+    assert report["hosts"]["gpu-t4-nvsmi-14"]["facts_file"] == "facts/gpu-t4-nvsmi-14.json"
 
 
-def test_audit_summary_has_one_line_per_host(demo_run):
+def test_every_demo_host_reports_the_finding_its_scenario_is_about(demo_run):
+    report = read_report(demo_run[0])
+    rules = {host: {f["rule"] for f in entry["findings"]} for host, entry in report["hosts"].items()}
+    expected = {
+        "gpu-h100-xid79-02": "hardware.gpu_lost",
+        "gpu-h100-mismatch-03": "driver.kernel_userspace_mismatch",
+        "gpu-a100-oldcuda-04": "driver.cuda_toolkit_unsupported",
+        "gpu-h100-thermal-05": "hardware.clock_events",
+        "gpu-h100-pcie-06": "hardware.pcie_link",
+        "gpu-a100-remap-07": "hardware.row_remap",
+        "gpu-a100-migdrift-08": "scheduling.mig_layout_drift",
+        "gpu-a100-migpending-09": "scheduling.mig_pending",
+        "gpu-l40s-crowded-10": "workload.gpu_oversubscribed",
+        "gpu-h100-mps-11": "scheduling.mps_daemon",
+        "gpu-h100-nvlink-12": "hardware.nvlink_inactive",
+    }
+    for host, rule in expected.items():
+        assert rule in rules[host], (host, sorted(rules[host]))
+    healthy = report["hosts"]["gpu-h100-ok-01"]["findings"]
+    assert [f for f in healthy if f["severity"] != "info"] == []
+
+
+def test_audit_prints_one_line_per_host(demo_run):
     report_dir, result = demo_run
-    summary = read_json(str(report_dir / "latest" / "summary.json"))
-    lines = summary["hosts"]
+    lines = host_lines(report_dir)
     assert [line.split(":")[0] for line in lines] == demo_hosts()
     by_host = dict((line.split(":")[0], line) for line in lines)
     assert "xid=79" in by_host["gpu-h100-xid79-02"]
-    assert "DRIVER MISMATCH" in by_host["gpu-h100-mismatch-03"]
+    assert "DRIVER MISMATCH (kernel module 550.54.15, userspace 550.90.07)" in by_host["gpu-h100-mismatch-03"]
     assert "no NVIDIA stack found" in by_host["cpu-node-nodriver-13"]
     assert "source=nvidia_smi (replay)" in by_host["gpu-t4-nvsmi-14"]
     assert "gpus=8" in by_host["gpu-h100-ok-01"] and "errors=" not in by_host["gpu-h100-ok-01"]
-    for host in demo_hosts():
-        assert "'%s: " % host in result.stdout
+    for line in lines:
+        assert line in result.stdout
 
 
 def test_scenario_facts_reach_the_report(demo_run):
-    report_dir = demo_run[0]
-    facts = report_dir / "latest" / "facts"
+    facts = demo_run[0] / "latest" / "facts"
     lost = read_json(str(facts / "gpu-h100-xid79-02.json"))
     lost_bus = [g["pci_bus_id"] for g in lost["gpus"] if g["lost"]]
-    assert len(lost_bus) == 1
+    assert lost_bus == ["0000:ab:00.0"]
     assert [e["pci_bus_id"] for e in lost["xid_events"] if e["xid"] == 79] == lost_bus
     t4 = read_json(str(facts / "gpu-t4-nvsmi-14.json"))
     assert (t4["source"], t4["replay_of"], t4["driver"]["version"]) == ("replay", "nvidia_smi", "515.105.01")
@@ -101,11 +142,27 @@ def test_unreachable_and_failed_hosts_are_reported_without_hiding_the_others(tmp
     result = run_audit(str(report_dir), DEMO, str(extra_inventory),
                        extra=["--limit", "gpu-h100-ok-01,gpu-gone-98,gpu-badfixture-99"])
     output = result.stdout + result.stderr
-    summary = read_json(str(report_dir / "latest" / "summary.json"))["hosts"]
-    by_host = dict((line.split(":")[0], line) for line in summary)
+    assert result.returncode == 0, output[-3000:]
+    by_host = dict((line.split(":")[0], line) for line in host_lines(report_dir))
     assert sorted(by_host) == ["gpu-badfixture-99", "gpu-gone-98", "gpu-h100-ok-01"], output[-3000:]
     assert by_host["gpu-gone-98"].startswith("gpu-gone-98: UNREACHABLE")
     assert by_host["gpu-badfixture-99"].startswith("gpu-badfixture-99: FAILED")
     assert "missing.json" in by_host["gpu-badfixture-99"]
     assert by_host["gpu-h100-ok-01"].startswith("gpu-h100-ok-01: ok")
+    report = read_report(report_dir)
+    assert report["summary"]["unreachable"] == ["gpu-gone-98"] and report["summary"]["failed"] == ["gpu-badfixture-99"]
+    assert report["hosts"]["gpu-h100-ok-01"]["status"] == "ok"
     assert (report_dir / "latest" / "facts" / "gpu-h100-ok-01.json").exists()
+
+
+def test_a_bad_policy_stops_the_run_before_any_host_is_contacted(tmp_path):
+    extra_inventory = tmp_path / "bad-policy.yml"
+    extra_inventory.write_text(yaml.safe_dump({"all": {"hosts": {"gpu-h100-ok-01": {
+        "gpufleet_policy": {"thresholds": {"memory_used_pct": "high"}}}}}}))
+    report_dir = tmp_path / "reports"
+    result = run_audit(str(report_dir), DEMO, str(extra_inventory), extra=["--limit", "gpu-h100-ok-01"])
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "thresholds.memory_used_pct" in output and "high" in output
+    assert "Collect GPU" not in output
+    assert not (report_dir / "latest").exists()

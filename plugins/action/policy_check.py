@@ -1,0 +1,108 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpufleet.core.policy_check: validate the gpufleet policy of many hosts on the controller.
+
+Documentation: plugins/modules/policy_check.py. The work is done by plugin_utils/policy.py.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import FleetPolicies
+
+ARGUMENT_SPEC = {
+    "hosts": {"type": "list", "elements": "str"},
+    "facts": {"type": "bool", "default": False},
+}
+
+FACT_NAME = "gpufleet_effective_policy"
+
+
+def has_template(value):
+    if isinstance(value, str):
+        return "{{" in value or "{%" in value or "{#" in value
+    if isinstance(value, dict):
+        return any(has_template(key) or has_template(item) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(has_template(item) for item in value)
+    return False
+
+
+class HostVariables(Mapping):
+    """One host's variables; a value is templated (the slow part) only when it holds a template."""
+
+    def __init__(self, hostvars, host):
+        self._hostvars = hostvars
+        self._host = host
+        self._raw = hostvars.raw_get(host)
+
+    def __getitem__(self, name):
+        value = self._raw[name]
+        return self._hostvars[self._host][name] if has_template(value) else value
+
+    def raw_value(self, name):
+        return self._raw[name]
+
+    def __iter__(self):
+        return iter(self._raw)
+
+    def __len__(self):
+        return len(self._raw)
+
+
+def hosts_to_check(requested, groups, this_host, with_facts):
+    """The requested hosts (default: every inventory host) without repeats; this host too for facts."""
+    hosts = list(requested) if requested is not None else list(groups.get("all", []))
+    if with_facts and this_host not in hosts:
+        hosts.append(this_host)
+    return list(dict.fromkeys(hosts))
+
+
+def search_dirs(variables, playbook_dir):
+    """Folders whose group_vars/ and host_vars/ Ansible reads for a host."""
+    folders = [variables.get("inventory_dir"), playbook_dir]
+    return [folder for folder in dict.fromkeys(folders) if folder]
+
+
+def failure_result(fleet, checked):
+    return {
+        "failed": True,
+        "msg": fleet.failure_message(checked),
+        "policy_errors": [dict(entry, hosts=sorted(entry["hosts"])) for entry in fleet.errors.values()],
+        "failed_hosts": fleet.failed_hosts(),
+    }
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super(ActionModule, self).run(tmp, task_vars)
+        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        hostvars = task_vars["hostvars"]
+        this_host = task_vars.get("inventory_hostname")
+        hosts = hosts_to_check(args["hosts"], task_vars.get("groups", {}), this_host, args["facts"])
+        unknown = [host for host in hosts if host not in hostvars]
+        if unknown:
+            raise AnsibleActionFail("policy_check: not in the inventory: %s" % ", ".join(unknown))
+
+        playbook_dir = task_vars.get("playbook_dir")
+        fleet = FleetPolicies(lambda host: HostVariables(hostvars, host), task_vars.get("groups", {}),
+                              lambda host: search_dirs(hostvars.raw_get(host), playbook_dir)).check(hosts)
+        result.update(changed=False, policies_checked=len(hosts), distinct_policies=len(fleet.policies))
+        if fleet.errors:
+            result.update(failure_result(fleet, len(hosts)))
+            return result
+        result.update(policies=fleet.policies, host_policy=fleet.host_policy)
+        if args["facts"]:
+            result["ansible_facts"] = {FACT_NAME: fleet.policies[fleet.host_policy[this_host]]}
+        return result

@@ -1,0 +1,541 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Hardware-layer rules: Xid events, lost GPUs, memory errors, heat, power, PCIe, NVLink, GPU count, VBIOS."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import datetime
+import re
+from collections import Counter
+
+from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import (
+    FIX_ROLES, LAYERS, declare_rule, gpu_label, parse_time, rule, severity_rank, worst_severity)
+
+GPU_LOST_XID = 79
+
+# Models sold on NVSwitch baseboards (HGX/DGX): NVLink is part of the design and fabric
+# manager is needed with 8 of them. Product names as NVML reports them.
+_BASEBOARD_MODEL = re.compile(
+    r"SXM|H100 80GB HBM3|H800 80GB HBM3|^NVIDIA H200$|H200 141GB|^NVIDIA H20$|^NVIDIA B200|^NVIDIA B300", re.IGNORECASE)
+
+_BAD_CLOCK_EVENTS = {
+    "hw_thermal_slowdown": "critical",
+    "hw_power_brake_slowdown": "critical",
+    "hw_slowdown": "warning",
+    "sw_thermal_slowdown": "warning",
+}
+
+
+def is_baseboard_model(name):
+    """True for SXM / HGX models that come with NVLink and NVSwitch."""
+    return bool(name) and bool(_BASEBOARD_MODEL.search(name))
+
+
+def gpus_by_bus(ctx):
+    return ctx.cached("gpus_by_bus", lambda c: {gpu.get("pci_bus_id"): gpu for gpu in c.gpus if gpu.get("pci_bus_id")})
+
+
+def _clip(text, limit=300):
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+# ---------------------------------------------------------------- Xid events
+
+def _window_start(ctx):
+    hours = ctx.thresholds.get("xid_window_hours")
+    if ctx.now is None or hours is None:
+        return None
+    return ctx.now - datetime.timedelta(hours=hours)
+
+
+def events_in_window(ctx, events):
+    """Events newer than xid_window_hours before now; events without a full time always count."""
+    start = _window_start(ctx)
+    if start is None:
+        return list(events)
+    kept = []
+    for event in events:
+        moment = parse_time(event.get("time"))
+        if moment is None or moment >= start:
+            kept.append(event)
+    return kept
+
+
+def xid_info(knowledge, number):
+    """The catalog entry, or a conservative stand-in for an Xid the catalog does not know."""
+    entry = knowledge.xid(number) if knowledge is not None else None
+    if entry:
+        return entry
+    return {"xid": number, "name": "unknown Xid", "layer": "hardware", "severity": "warning",
+            "action": "Look up Xid %d in NVIDIA's Xid catalog and follow its resolution." % number,
+            "fix": None, "secondary": False, "description": None}
+
+
+def _events_by_gpu_and_xid(events):
+    groups = {}
+    for event in events:
+        groups.setdefault(event.get("pci_bus_id"), {}).setdefault(event["xid"], []).append(event)
+    return groups
+
+
+def _worst_primary(primaries, knowledge):
+    """The Xid whose finding carries the secondaries: worst severity, then most events, then lowest number."""
+    return min(primaries, key=lambda number: (-severity_rank(xid_info(knowledge, number).get("severity")),
+                                              -len(primaries[number]), number))
+
+
+def _attach_secondaries(primaries, secondaries, knowledge):
+    """{primary xid: [(secondary xid, events)]}: each secondary rides on the worst primary it is known
+    to follow (catalog `follows`), else on the worst primary of the GPU."""
+    riders = {}
+    for number, events in secondaries:
+        follows = set(xid_info(knowledge, number).get("follows") or ())
+        candidates = {n: ev for n, ev in primaries.items() if n in follows} or primaries
+        riders.setdefault(_worst_primary(candidates, knowledge), []).append((number, events))
+    return riders
+
+
+def xid_groups(ctx):
+    """Per GPU bus id (None when the log line names none): [(xid, events, [(secondary xid, events)])].
+
+    A secondary Xid (the catalog's `secondary`, e.g. 45 or 154) rides on a primary Xid of the same
+    GPU in the window; without a primary it stands alone.
+    """
+    def compute(c):
+        result = {}
+        window = events_in_window(c, c.facts.get("xid_events") or [])
+        for bus, by_xid in _events_by_gpu_and_xid(window).items():
+            primaries = {n: ev for n, ev in by_xid.items() if not xid_info(c.knowledge, n).get("secondary")}
+            secondaries = sorted((n, ev) for n, ev in by_xid.items() if n not in primaries)
+            if primaries:
+                riders = _attach_secondaries(primaries, secondaries, c.knowledge)
+                entries = [(number, primaries[number], riders.get(number, [])) for number in sorted(primaries)]
+            else:
+                entries = [(number, events, []) for number, events in secondaries]
+            result[bus] = entries
+        return result
+    return ctx.cached("xid_groups", compute)
+
+
+def _xid_evidence(ctx, number, events, secondaries, gpu):
+    info = xid_info(ctx.knowledge, number)
+    times = [event.get("time") for event in events if event.get("time")]
+    evidence = {
+        "xid": number,
+        "name": info.get("name"),
+        "count": len(events),
+        "first_time": times[0] if times else None,
+        "last_time": times[-1] if times else None,
+        "pids": sorted({event["pid"] for event in events if event.get("pid") is not None})[:10],
+        "process_names": sorted({event["process_name"] for event in events if event.get("process_name")})[:10],
+        "last_message": _clip(events[-1].get("message") or ""),
+        "window_hours": ctx.thresholds.get("xid_window_hours"),
+        "secondary": [{"xid": n, "name": xid_info(ctx.knowledge, n).get("name"), "count": len(ev)}
+                      for n, ev in secondaries],
+    }
+    if gpu is not None:
+        evidence["gpu_serial"] = gpu.get("serial")
+        evidence["gpu_uuid"] = gpu.get("uuid")
+    return evidence
+
+
+def _xid_layer(info):
+    layer = info.get("layer")
+    return layer if layer in LAYERS else "hardware"
+
+
+def _xid_summary(ctx, number, events, secondaries, gpu, bus):
+    info = xid_info(ctx.knowledge, number)
+    where = gpu_label(gpu) if gpu is not None else ("GPU %s" % bus if bus else "an unnamed GPU")
+    text = "Xid %d (%s) x%d on %s within %sh" % (
+        number, info.get("name") or "?", len(events), where, ctx.thresholds.get("xid_window_hours"))
+    if secondaries:
+        text += "; followed by " + ", ".join("Xid %d x%d" % (n, len(ev)) for n, ev in secondaries)
+    return text
+
+
+for _layer in LAYERS:
+    if _layer != "hardware":
+        declare_rule("%s.xid" % _layer, _layer, "warning",
+                     "Xid events the catalog puts in the %s layer (emitted by hardware.xid)" % _layer)
+
+
+@rule("hardware.xid", "hardware", "warning",
+      "Xid events in the kernel log within thresholds.xid_window_hours, classified by the Xid catalog; "
+      "findings carry the catalog's layer (hardware.xid, driver.xid, workload.xid ...)")
+def xid_events(ctx):
+    findings = []
+    by_bus = gpus_by_bus(ctx)
+    for bus, entries in xid_groups(ctx).items():
+        gpu = by_bus.get(bus)
+        for number, events, secondaries in entries:
+            if number == GPU_LOST_XID:
+                continue  # reported by hardware.gpu_lost
+            info = xid_info(ctx.knowledge, number)
+            fix = info.get("fix") if info.get("fix") in FIX_ROLES else None
+            severity = info.get("severity") if severity_rank(info.get("severity")) else "warning"
+            findings.append(ctx.finding(
+                "%s.xid" % _xid_layer(info), severity, bus,
+                _xid_summary(ctx, number, events, secondaries, gpu, bus),
+                _xid_evidence(ctx, number, events, secondaries, gpu),
+                info.get("action") or "Follow the Xid catalog's resolution for Xid %d." % number, fix=fix))
+    return findings
+
+
+# ---------------------------------------------------------------- lost GPUs
+
+def _lost_signals(ctx):
+    """bus id -> {"lost": bool, "gpu": record, "kernel_events": [...], "xid79": (events, secondaries)}"""
+    signals = {}
+    unnamed = []
+    for gpu in ctx.gpus:
+        if gpu.get("lost") and gpu.get("pci_bus_id"):
+            signals.setdefault(gpu["pci_bus_id"], {}).update(lost=True, gpu=gpu)
+        elif gpu.get("lost"):
+            unnamed.append(gpu)
+    for event in events_in_window(ctx, ctx.facts.get("kernel_events") or []):
+        if event.get("kind") == "fallen_off_bus":
+            signals.setdefault(event.get("pci_bus_id"), {}).setdefault("kernel_events", []).append(event)
+    for bus, entries in xid_groups(ctx).items():
+        for number, events, secondaries in entries:
+            if number == GPU_LOST_XID:
+                signals.setdefault(bus, {})["xid79"] = (events, secondaries)
+    _pair_unnamed_lost_gpus(ctx, signals, unnamed)
+    return signals
+
+
+def _pair_unnamed_lost_gpus(ctx, signals, unnamed):
+    """A lost GPU often has no bus id left; the kernel log names a bus that no visible GPU has."""
+    known = set(gpus_by_bus(ctx))
+    orphans = sorted(bus for bus in signals if bus and bus not in known and "gpu" not in signals[bus])
+    for gpu in unnamed:
+        bus = orphans.pop(0) if orphans else None
+        signal = signals.setdefault(bus, {})
+        signal.update(lost=True, gpu=gpu)
+
+
+def _lost_label(gpu, bus):
+    if gpu is not None and gpu.get("name"):
+        return gpu_label(gpu)
+    if gpu is not None:
+        return "GPU %s (%s)" % (gpu.get("index"), bus or "bus id unknown")
+    return "GPU %s" % bus if bus else "a GPU the log does not name"
+
+
+@rule("hardware.gpu_lost", "hardware", "critical",
+      "A GPU fell off the bus: NVML/nvidia-smi lost it, the kernel logged 'fallen off the bus', or Xid 79")
+def gpu_lost(ctx):
+    findings = []
+    by_bus = gpus_by_bus(ctx)
+    for bus, signal in sorted(_lost_signals(ctx).items(), key=lambda item: item[0] or ""):
+        gpu = by_bus.get(bus) or signal.get("gpu")
+        xid_events_, secondaries = signal.get("xid79", ([], []))
+        shown_by = [name for name, present in (("lost to NVML/nvidia-smi", signal.get("lost")),
+                                               ("kernel 'fallen off the bus'", signal.get("kernel_events")),
+                                               ("Xid 79", xid_events_)) if present]
+        evidence = {
+            "lost": bool(signal.get("lost")),
+            "kernel_messages": [_clip(event.get("message") or "") for event in signal.get("kernel_events", [])][:3],
+            "gpu_index": gpu.get("index") if gpu else None,
+            "gpu_serial": gpu.get("serial") if gpu else None,
+        }
+        if xid_events_:
+            evidence.update({"xid": GPU_LOST_XID, "count": len(xid_events_),
+                             "last_time": xid_events_[-1].get("time"),
+                             "secondary": [{"xid": n, "count": len(ev)} for n, ev in secondaries]})
+        where = _lost_label(gpu, bus)
+        findings.append(ctx.finding(
+            "hardware.gpu_lost", "critical", bus,
+            "%s has fallen off the bus (%s)" % (where, ", ".join(shown_by)), evidence,
+            "Drain the host and reboot it; if the GPU falls off again, check seating, PCIe riser and power, "
+            "then hand it over for repair."))
+    return findings
+
+
+# ---------------------------------------------------------------- memory errors
+
+@rule("hardware.ecc_uncorrected", "hardware", "critical", "Uncorrected (volatile) ECC errors since the last reset",
+      scope="gpu")
+def ecc_uncorrected(ctx, gpu):
+    ecc = gpu.get("ecc") or {}
+    count = ecc.get("volatile_uncorrected")
+    if not count:
+        return ()
+    return [ctx.finding(
+        "hardware.ecc_uncorrected", "critical", gpu,
+        "%s has %d uncorrected ECC errors since the last reset" % (gpu_label(gpu), count),
+        {"volatile_uncorrected": count, "aggregate_uncorrected": ecc.get("aggregate_uncorrected"),
+         "volatile_corrected": ecc.get("volatile_corrected"), "gpu_serial": gpu.get("serial")},
+        "Drain the GPU, reset it (nvidia-smi -r) or reboot so the bad memory is retired or remapped; "
+        "if errors return, run dcgmi diag -r 3 and hand the card over for repair.")]
+
+
+@rule("hardware.retired_pages", "hardware", "warning",
+      "Retired memory pages pending a reset, or close to the retirement limit (pre-Ampere)", scope="gpu")
+def retired_pages(ctx, gpu):
+    pages = gpu.get("retired_pages") or {}
+    single, double, pending = pages.get("single_bit"), pages.get("double_bit"), pages.get("pending")
+    total = (single or 0) + (double or 0)
+    warn_at = ctx.thresholds.get("retired_pages_warning")
+    crit_at = ctx.thresholds.get("retired_pages_critical")
+    reasons, severities = [], []
+    if crit_at is not None and total >= crit_at:
+        reasons.append("%d retired pages (limit %d)" % (total, crit_at))
+        severities.append("critical")
+    elif warn_at is not None and total >= warn_at:
+        reasons.append("%d retired pages (warning at %d)" % (total, warn_at))
+        severities.append("warning")
+    if pending:
+        reasons.append("a page retirement waits for a reset")
+        severities.append("warning")
+    if not reasons:
+        return ()
+    severity = worst_severity(severities)
+    action = ("Hand the card over for repair: it is at the page retirement limit."
+              if severity == "critical" else
+              "Drain the GPU and reset it (nvidia-smi -r) or reboot to apply the pending retirement; watch the count.")
+    return [ctx.finding(
+        "hardware.retired_pages", severity, gpu, "%s: %s" % (gpu_label(gpu), "; ".join(reasons)),
+        {"single_bit": single, "double_bit": double, "pending": pending, "total": total,
+         "warning_at": warn_at, "critical_at": crit_at, "gpu_serial": gpu.get("serial")}, action)]
+
+
+@rule("hardware.row_remap", "hardware", "critical",
+      "Row remapping failed (repair) or is pending a reset (Ampere and newer)", scope="gpu")
+def row_remap(ctx, gpu):
+    rows = gpu.get("remapped_rows") or {}
+    evidence = {"correctable": rows.get("correctable"), "uncorrectable": rows.get("uncorrectable"),
+                "pending": rows.get("pending"), "failure": rows.get("failure"), "gpu_serial": gpu.get("serial")}
+    if rows.get("failure"):
+        return [ctx.finding(
+            "hardware.row_remap", "critical", gpu,
+            "%s: row remapping failed (%s uncorrectable rows remapped)" % (gpu_label(gpu), rows.get("uncorrectable")),
+            evidence, "Drain the GPU and hand it over for repair: its memory can no longer remap bad rows.")]
+    if rows.get("pending"):
+        return [ctx.finding(
+            "hardware.row_remap", "warning", gpu,
+            "%s: a row remap waits for a GPU reset (%s uncorrectable, %s correctable rows remapped)"
+            % (gpu_label(gpu), rows.get("uncorrectable"), rows.get("correctable")),
+            evidence, "Drain the GPU and reset it (nvidia-smi -r) or reboot to apply the remap.")]
+    return ()
+
+
+# ---------------------------------------------------------------- heat, clocks, power
+
+@rule("hardware.temperature", "hardware", "warning",
+      "GPU temperature within thresholds.temperature_margin_c of its slowdown threshold (critical at or above it)",
+      scope="gpu")
+def temperature(ctx, gpu):
+    temps = gpu.get("temperature") or {}
+    now_c, slowdown_c = temps.get("gpu_c"), temps.get("slowdown_c")
+    margin = ctx.thresholds.get("temperature_margin_c") or 0
+    if now_c is None or slowdown_c is None or now_c < slowdown_c - margin:
+        return ()
+    severity = "critical" if now_c >= slowdown_c else "warning"
+    return [ctx.finding(
+        "hardware.temperature", severity, gpu,
+        "%s at %d C, slowdown at %d C (shutdown %s C)" % (gpu_label(gpu), now_c, slowdown_c, temps.get("shutdown_c")),
+        {"gpu_c": now_c, "slowdown_c": slowdown_c, "shutdown_c": temps.get("shutdown_c"),
+         "margin_c": margin, "fan_speed_pct": gpu.get("fan_speed_pct")},
+        "Check cooling: fans, airflow, inlet temperature and blocked filters; compare with the other GPUs in the chassis.")]
+
+
+@rule("hardware.clock_events", "hardware", "warning",
+      "Active thermal, power-brake or hardware slowdown clock events (sw_power_cap alone: info)", scope="gpu")
+def clock_events(ctx, gpu):
+    reasons = gpu.get("clock_event_reasons") or {}
+    active = reasons.get("active") or []
+    bad = [name for name in active if name in _BAD_CLOCK_EVENTS]
+    evidence = {"active": list(active), "mask": reasons.get("mask"),
+                "power_draw_w": (gpu.get("power") or {}).get("draw_w"),
+                "gpu_c": (gpu.get("temperature") or {}).get("gpu_c")}
+    if bad:
+        severity = worst_severity(_BAD_CLOCK_EVENTS[name] for name in bad)
+        return [ctx.finding(
+            "hardware.clock_events", severity, gpu, "%s is slowed down: %s" % (gpu_label(gpu), ", ".join(bad)),
+            evidence,
+            "Thermal slowdown: check cooling. Power brake or hardware slowdown: check the power supplies and "
+            "cabling of the chassis (an external power brake signal), then the GPU itself.")]
+    if "sw_power_cap" in active:
+        return [ctx.finding(
+            "hardware.clock_events", "info", gpu, "%s is held at its power cap (sw_power_cap)" % gpu_label(gpu),
+            evidence, "Nothing to do unless throughput is low: the GPU is drawing its full power limit.")]
+    return ()
+
+
+@rule("hardware.power_limit", "hardware", "warning", "Enforced power limit below the default limit", scope="gpu")
+def power_limit(ctx, gpu):
+    power = gpu.get("power") or {}
+    limit, default = power.get("limit_w"), power.get("default_limit_w")
+    if limit is None or default is None or limit >= default - 0.5:
+        return ()
+    return [ctx.finding(
+        "hardware.power_limit", "warning", gpu,
+        "%s power limit %.0f W is below its default %.0f W" % (gpu_label(gpu), limit, default),
+        {"limit_w": limit, "default_limit_w": default, "min_limit_w": power.get("min_limit_w"),
+         "max_limit_w": power.get("max_limit_w")},
+        "If the cap is not deliberate, restore it: nvidia-smi -i %s -pl %.0f (and find what lowered it)."
+        % (gpu.get("index"), default))]
+
+
+# ---------------------------------------------------------------- PCIe
+
+def _is_idle(gpu):
+    if "gpu_idle" in ((gpu.get("clock_event_reasons") or {}).get("active") or ()):
+        return True
+    return (gpu.get("utilization") or {}).get("gpu_pct") == 0
+
+
+@rule("hardware.pcie_link", "hardware", "warning",
+      "PCIe link width below its maximum, or generation below its maximum while busy (idle downtraining: info)",
+      scope="gpu")
+def pcie_link(ctx, gpu):
+    pcie = gpu.get("pcie") or {}
+    gen, gen_max = pcie.get("gen_current"), pcie.get("gen_max")
+    width, width_max = pcie.get("width_current"), pcie.get("width_max")
+    idle = _is_idle(gpu)
+    problems, severities = [], []
+    if width is not None and width_max is not None and width < width_max:
+        problems.append("width x%d of x%d" % (width, width_max))
+        severities.append("warning")
+    if gen is not None and gen_max is not None and gen < gen_max:
+        problems.append("gen %d of %d%s" % (gen, gen_max, " while idle" if idle else ""))
+        severities.append("info" if idle else "warning")
+    if not problems:
+        return ()
+    severity = worst_severity(severities)
+    action = ("Reseat the GPU or riser and check the slot and BIOS PCIe settings; a link that trains below its "
+              "width loses bandwidth under load." if severity != "info" else
+              "Nothing to do: an idle GPU lowers its PCIe generation to save power. Check again under load.")
+    return [ctx.finding(
+        "hardware.pcie_link", severity, gpu, "%s PCIe link below maximum: %s" % (gpu_label(gpu), ", ".join(problems)),
+        {"gen_current": gen, "gen_max": gen_max, "width_current": width, "width_max": width_max, "idle": idle},
+        action)]
+
+
+@rule("hardware.pcie_aer", "hardware", "critical",
+      "PCIe AER errors: fatal or non-fatal uncorrectable (critical), correctable above the threshold (warning)",
+      scope="gpu")
+def pcie_aer(ctx, gpu):
+    aer = (gpu.get("pcie") or {}).get("aer") or {}
+    fatal, nonfatal, correctable = aer.get("fatal"), aer.get("nonfatal"), aer.get("correctable")
+    limit = ctx.thresholds.get("aer_correctable_warning")
+    evidence = {"fatal": fatal, "nonfatal": nonfatal, "correctable": correctable, "correctable_warning": limit}
+    if fatal or nonfatal:
+        return [ctx.finding(
+            "hardware.pcie_aer", "critical", gpu,
+            "%s PCIe AER: %s fatal, %s non-fatal uncorrectable errors" % (gpu_label(gpu), fatal or 0, nonfatal or 0),
+            evidence, "Drain the host; reseat the GPU and riser, check the slot, then run dcgmi diag -r 3. "
+                      "Hand the card or board over for repair if errors return.")]
+    if correctable is not None and limit is not None and correctable > limit:
+        return [ctx.finding(
+            "hardware.pcie_aer", "warning", gpu,
+            "%s PCIe AER: %d correctable errors (warning above %d)" % (gpu_label(gpu), correctable, limit),
+            evidence, "Watch the count; if it keeps growing, reseat the GPU or riser at the next maintenance.")]
+    return ()
+
+
+@rule("hardware.pcie_replay", "hardware", "warning", "PCIe replay counter above thresholds.pcie_replay_warning",
+      scope="gpu")
+def pcie_replay(ctx, gpu):
+    count = (gpu.get("pcie") or {}).get("replay_counter")
+    limit = ctx.thresholds.get("pcie_replay_warning")
+    if count is None or limit is None or count <= limit:
+        return ()
+    return [ctx.finding(
+        "hardware.pcie_replay", "warning", gpu,
+        "%s PCIe replay counter %d (warning above %d)" % (gpu_label(gpu), count, limit),
+        {"replay_counter": count, "replay_warning": limit},
+        "Signal-integrity trouble on the link: reseat the GPU or riser and check the slot at the next maintenance.")]
+
+
+# ---------------------------------------------------------------- NVLink
+
+@rule("hardware.nvlink_inactive", "hardware", "warning",
+      "Inactive NVLinks on a GPU whose other links are up, or on a model built with NVLink (critical)", scope="gpu")
+def nvlink_inactive(ctx, gpu):
+    links = gpu.get("nvlinks") or []
+    down = [link["link"] for link in links if link.get("active") is False]
+    up = [link["link"] for link in links if link.get("active")]
+    baseboard = is_baseboard_model(gpu.get("name"))
+    if not down or not (up or baseboard):
+        return ()
+    return [ctx.finding(
+        "hardware.nvlink_inactive", "critical" if baseboard else "warning", gpu,
+        "%s: %d of %d NVLinks inactive (links %s)" % (gpu_label(gpu), len(down), len(links), ", ".join(map(str, down))),
+        {"inactive_links": down, "active_links": up, "model_has_nvlink": baseboard},
+        "Drain the host and reset the GPUs or reboot; if links stay down, check the NVLink bridges or baseboard "
+        "and hand it over for repair.")]
+
+
+@rule("hardware.nvlink_errors", "hardware", "warning", "NVLink error counters at or above thresholds.nvlink_errors_warning",
+      scope="gpu")
+def nvlink_errors(ctx, gpu):
+    limit = ctx.thresholds.get("nvlink_errors_warning")
+    if limit is None:
+        return ()
+    per_link = {}
+    for link in gpu.get("nvlinks") or ():
+        counters = {name: value for name, value in (link.get("errors") or {}).items() if value}
+        if counters and sum(counters.values()) >= limit:
+            per_link[str(link["link"])] = counters
+    if not per_link:
+        return ()
+    total = sum(sum(counters.values()) for counters in per_link.values())
+    return [ctx.finding(
+        "hardware.nvlink_errors", "warning", gpu,
+        "%s: %d NVLink errors on %d links" % (gpu_label(gpu), total, len(per_link)),
+        {"links": per_link, "errors_warning": limit},
+        "Watch the counters; if they grow, reset the GPU at the next maintenance and check the NVLink bridges or baseboard.")]
+
+
+# ---------------------------------------------------------------- host inventory
+
+@rule("hardware.gpu_count", "hardware", "critical",
+      "Fewer GPUs than gpus.expected_count (critical) or than the model's baseboard holds (warning)")
+def gpu_count(ctx):
+    actual = len(ctx.gpus)
+    expected = (ctx.policy.get("gpus") or {}).get("expected_count")
+    from_policy = expected is not None
+    model = next((gpu.get("name") for gpu in ctx.gpus if gpu.get("name")), None)
+    if not from_policy and model and ctx.knowledge is not None:
+        expected = ctx.knowledge.expected_gpu_count(model)
+    if expected is None or actual >= expected:
+        return ()
+    source = "policy gpus.expected_count" if from_policy else "what a %s node holds" % model
+    return [ctx.finding(
+        "hardware.gpu_count", "critical" if from_policy else "warning", None,
+        "%d GPUs visible, %d expected (%s)" % (actual, expected, source),
+        {"visible": actual, "expected": expected, "expected_from": "policy" if from_policy else "knowledge",
+         "bus_ids": [gpu.get("pci_bus_id") for gpu in ctx.gpus]},
+        "Check lspci -d 10de: for the missing GPUs and the kernel log for 'fallen off the bus'; reboot, then reseat "
+        "or hand over for repair. A VM or partial node with fewer GPUs: set gpus.expected_count in the policy.")]
+
+
+@rule("hardware.vbios_mismatch", "hardware", "warning",
+      "VBIOS differing from the other GPUs of the same model on the host (thresholds.vbios_mismatch)")
+def vbios_mismatch(ctx):
+    if not ctx.thresholds.get("vbios_mismatch", True):
+        return ()
+    by_model = {}
+    for gpu in ctx.gpus:
+        if gpu.get("vbios_version") and gpu.get("name"):
+            by_model.setdefault(gpu["name"], []).append(gpu)
+    findings = []
+    for model, gpus in by_model.items():
+        versions = Counter(gpu["vbios_version"] for gpu in gpus)
+        if len(versions) < 2:
+            continue
+        reference = max(versions, key=lambda version: (versions[version], version))
+        for gpu in gpus:
+            if gpu["vbios_version"] != reference:
+                findings.append(ctx.finding(
+                    "hardware.vbios_mismatch", "warning", gpu,
+                    "%s VBIOS %s differs from %s on the other %s GPUs"
+                    % (gpu_label(gpu), gpu["vbios_version"], reference, model),
+                    {"vbios_version": gpu["vbios_version"], "host_versions": dict(versions), "reference": reference},
+                    "Update the VBIOS to match the other GPUs (vendor firmware bundle) at the next maintenance."))
+    return findings
