@@ -62,9 +62,9 @@ def run_audit(results, host_policies, run_dir, report_root, started_at, fail_sev
     distinct = list({id(policy): policy for policy in host_policies.values()}.values())
     if fail_severity is None:
         fail_severity = strictest_fail_severity(distinct)
-    if fail_severity not in SEVERITIES + (NO_FAILURE,):
-        raise ValueError("fail_severity must be one of %s, not %r" % (", ".join(SEVERITIES + (NO_FAILURE,)),
-                                                                       fail_severity))
+    allowed = SEVERITIES + (NO_FAILURE,)
+    if fail_severity not in allowed:
+        raise ValueError("fail_severity must be one of %s, not %r" % (", ".join(allowed), fail_severity))
     run = {
         "id": os.path.basename(os.path.normpath(run_dir)),
         "started_at": started_at,

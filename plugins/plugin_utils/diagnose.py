@@ -13,7 +13,7 @@ __metaclass__ = type
 import datetime
 import json
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils import (  # noqa: F401 - importing registers the rules
+from ansible_collections.gpufleet.core.plugins.plugin_utils import (
     rules_driver, rules_hardware, rules_scheduling, rules_workload)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import (
     LAYERS, RULES, Context, list_rules, parse_time)
@@ -23,6 +23,9 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_custom import 
 ABSENT_STACK_RULES = ("driver.kernel_userspace_mismatch", "driver.nvidia_absent")
 
 _LAYER_ORDER = {layer: position for position, layer in enumerate(LAYERS)}
+
+# Importing a rules module registers its rules.
+RULE_MODULES = (rules_driver, rules_hardware, rules_scheduling, rules_workload)
 
 
 def _checks(scope):

@@ -13,8 +13,12 @@ is a finding "custom.<name>" with the result as evidence. Expressions are compil
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import jmespath
-from jmespath.exceptions import JMESPathError
+try:
+    import jmespath
+    from jmespath.exceptions import JMESPathError
+except ImportError:  # the controller needs it only for custom rules; validate_policy says so first
+    jmespath = None
+    JMESPathError = ValueError
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import gpu_label, make_finding
 
@@ -48,6 +52,8 @@ def compile_expression(expression):
     if compiled is None:
         if len(_COMPILED) >= _MAX_COMPILED:
             _COMPILED.clear()
+        if jmespath is None:
+            raise ValueError("custom rules need the Python package jmespath on the controller")
         compiled = _COMPILED[expression] = jmespath.compile(expression)
     return compiled
 

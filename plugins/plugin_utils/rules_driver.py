@@ -78,7 +78,7 @@ def _required_toolkits(ctx):
 
 def _major(version):
     try:
-        return int(str(version).split(".")[0])
+        return int(str(version).split(".", 1)[0])
     except ValueError:
         return None
 

@@ -130,8 +130,8 @@ def restart_policy(ctx):
             continue
         findings.append(ctx.finding(
             "workload.restart_policy", "warning", None,
-            "GPU service %s has no restart policy (Restart=%s, %s)" % (unit, service.get("restart") or "unset",
-                                                                        service.get("state")),
+            "GPU service %s has no restart policy (Restart=%s, %s)"
+            % (unit, service.get("restart") or "unset", service.get("state")),
             {"service": unit, "restart": service.get("restart"), "state": service.get("state"),
              "wanted_restart": wanted.get("restart")},
             "Give %s a restart policy (Restart=%s) with the restart_policy role, so a crashed worker comes back."

@@ -111,8 +111,8 @@ class _HangingOn:
 def test_hung_nvml_call_returns_finished_gpus_within_the_timeout():
     library = _HangingOn(SimulatedNvmlLibrary(scenario_h100_node(4)), "nvmlDeviceGetHandleByIndex_v2", 2, 30)
     started = time.monotonic()
-    facts, _ = collector.Collection(source="nvml", gather_subset=["min"], timeout=2, pynvml=pynvml,
-                                    host=ReplayHost({}), nvml_library=library).run()
+    facts = collector.Collection(source="nvml", gather_subset=["min"], timeout=2, pynvml=pynvml,
+                                 host=ReplayHost({}), nvml_library=library).run()[0]
     assert time.monotonic() - started < 5
     assert [gpu["index"] for gpu in facts["gpus"]] == [0, 1]
     assert any("did not answer within the 2s" in error["reason"] for error in facts["errors"])
@@ -125,7 +125,7 @@ def test_simulated_node_through_the_whole_collection_is_schema_valid():
                                           nvml_library=SimulatedNvmlLibrary(scenario_h100_node(2))).run()
     assert (facts["source"], len(facts["gpus"]), fixture["source"]) == ("nvml", 2, "nvml")
     assert_valid_facts(facts)
-    replayed, _ = collector.Collection(source="replay", fixture=fixture, pynvml=pynvml).run()
+    replayed = collector.Collection(source="replay", fixture=fixture, pynvml=pynvml).run()[0]
     assert replayed["replay_of"] == "nvml"
     assert [g["serial"] for g in replayed["gpus"]] == ["SCRUBBED00001", "SCRUBBED00002"]
 

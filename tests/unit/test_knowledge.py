@@ -38,7 +38,7 @@ def knowledge():
 
 # ---------------------------------------------------------------- versions
 
-@pytest.mark.parametrize("a, b, expected", [
+@pytest.mark.parametrize("older, newer, expected", [
     ("550.90.07", "550.100.01", -1),
     ("550.54.15", "550.54.14", 1),
     ("570.26", "570.124.06", -1),
@@ -46,9 +46,9 @@ def knowledge():
     ("580.65.06", "580.65.06", 0),
     ("R580", "575.57.08", 1),
 ])
-def test_compare_versions_is_numeric_part_by_part(a, b, expected):
-    assert compare_versions(a, b) == expected
-    assert compare_versions(b, a) == -expected
+def test_compare_versions_is_numeric_part_by_part(older, newer, expected):
+    assert compare_versions(older, newer) == expected
+    assert -compare_versions(newer, older) == expected
 
 
 @pytest.mark.parametrize("bad", [None, "", "N/A", "550.x", "latest"])
@@ -60,11 +60,12 @@ def test_compare_versions_rejects_what_is_not_a_version(bad):
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(0, 999), min_size=1, max_size=3), st.lists(st.integers(0, 999), min_size=1, max_size=3))
 def test_compare_versions_orders_like_zero_padded_numbers(left, right):
-    a, b = ".".join(map(str, left)), ".".join(map(str, right))
+    first, second = ".".join(map(str, left)), ".".join(map(str, right))
     pad = max(len(left), len(right))
-    expected = (left + [0] * (pad - len(left)) > right + [0] * (pad - len(right))) - \
-               (left + [0] * (pad - len(left)) < right + [0] * (pad - len(right)))
-    assert compare_versions(a, b) == expected == -compare_versions(b, a)
+    padded_left, padded_right = left + [0] * (pad - len(left)), right + [0] * (pad - len(right))
+    expected = (padded_left > padded_right) - (padded_left < padded_right)
+    assert compare_versions(first, second) == expected
+    assert compare_versions(second, first) == -expected
 
 
 def test_driver_branch():

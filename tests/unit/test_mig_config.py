@@ -292,8 +292,9 @@ def test_a_later_entry_overrides_an_earlier_one():
         {"devices": "all", "mig-enabled": False},
         {"devices": [1], "mig-enabled": True, "mig-devices": {"7g.80gb": 1}}]}}
     gpus = [gpu_fact(index, "NVIDIA A100-SXM4-80GB") for index in range(2)]
-    assert desired_layout(config, "mixed", gpus) == {0: {"mig_enabled": False, "devices": {}},
-                                                    1: {"mig_enabled": True, "devices": {"7g.80gb": 1}}}
+    assert desired_layout(config, "mixed", gpus) == {
+        0: {"mig_enabled": False, "devices": {}},
+        1: {"mig_enabled": True, "devices": {"7g.80gb": 1}}}
 
 
 def test_subsystem_filters_do_not_match_without_subsystem_ids():

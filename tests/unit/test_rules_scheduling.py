@@ -75,8 +75,8 @@ def test_mig_layout_drift_from_the_selected_config():
     facts = a100_mig_node(seven_1g_10gb)
     found = findings_of(facts, "scheduling.mig_layout_drift", mig_policy("all-3g.40gb"))
     assert len(found) == 8 and found[0]["fix"] == "mig_layout"
-    assert found[0]["evidence"]["diff"]["devices"] == {"1g.10gb": {"want": 0, "have": 7},
-                                                         "3g.40gb": {"want": 2, "have": 0}}
+    assert found[0]["evidence"]["diff"]["devices"] == {
+        "1g.10gb": {"want": 0, "have": 7}, "3g.40gb": {"want": 2, "have": 0}}
     assert "1g.10gb x7, wanted x0" in found[0]["summary"]
 
 
