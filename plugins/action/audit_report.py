@@ -10,20 +10,10 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.gpufleet.core.plugins.modules.audit_report import ARGUMENT_SPEC
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit_run import run_audit
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_terminal import render_terminal
 
-ARGUMENT_SPEC = {
-    "hosts": {"type": "list", "elements": "str", "required": True},
-    "result_var": {"type": "str", "default": "gpufleet_collect"},
-    "policies": {"type": "dict", "required": True},
-    "host_policy": {"type": "dict", "required": True},
-    "run_dir": {"type": "path", "required": True},
-    "report_root": {"type": "path", "required": True},
-    "started_at": {"type": "str", "required": True},
-    "fail_severity": {"type": "str", "choices": ["critical", "warning", "info", "none"]},
-    "host_lines": {"type": "int", "default": 200},
-}
 
 display = Display()
 

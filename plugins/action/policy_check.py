@@ -14,12 +14,9 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.gpufleet.core.plugins.modules.policy_check import ARGUMENT_SPEC
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import FleetPolicies
 
-ARGUMENT_SPEC = {
-    "hosts": {"type": "list", "elements": "str"},
-    "facts": {"type": "bool", "default": False},
-}
 
 FACT_NAME = "gpufleet_effective_policy"
 

@@ -113,21 +113,22 @@ causes:
 
 from ansible.module_utils.basic import AnsibleModule
 
+# Also the action plugin's argument spec: one definition for both.
+ARGUMENT_SPEC = {
+    "hosts": {"type": "list", "elements": "str", "required": True},
+    "result_var": {"type": "str", "default": "gpufleet_collect"},
+    "policies": {"type": "dict", "required": True},
+    "host_policy": {"type": "dict", "required": True},
+    "run_dir": {"type": "path", "required": True},
+    "report_root": {"type": "path", "required": True},
+    "started_at": {"type": "str", "required": True},
+    "fail_severity": {"type": "str", "choices": ["critical", "warning", "info", "none"]},
+    "host_lines": {"type": "int", "default": 200},
+}
+
 
 def main():
-    module = AnsibleModule(
-        argument_spec={
-            "hosts": {"type": "list", "elements": "str", "required": True},
-            "result_var": {"type": "str", "default": "gpufleet_collect"},
-            "policies": {"type": "dict", "required": True},
-            "host_policy": {"type": "dict", "required": True},
-            "run_dir": {"type": "path", "required": True},
-            "report_root": {"type": "path", "required": True},
-            "started_at": {"type": "str", "required": True},
-            "fail_severity": {"type": "str", "choices": ["critical", "warning", "info", "none"]},
-            "host_lines": {"type": "int", "default": 200},
-        },
-        supports_check_mode=True)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     module.fail_json(msg="gpufleet.core.audit_report runs on the controller as an action plugin; "
                          "it cannot run as a module on a host")
 

@@ -131,15 +131,15 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
+# Also the action plugin's argument spec: one definition for both.
+ARGUMENT_SPEC = {
+    "hosts": {"type": "list", "elements": "str"},
+    "facts": {"type": "bool", "default": False},
+}
+
 
 def main():
-    module = AnsibleModule(
-        argument_spec={
-            "hosts": {"type": "list", "elements": "str"},
-            "facts": {"type": "bool", "default": False},
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     module.fail_json(msg="gpufleet.core.policy_check runs on the controller as an action plugin; "
                          "it cannot run on a managed host")
 
