@@ -11,6 +11,7 @@ import contextlib
 import copy
 import ctypes
 import datetime
+import re
 import threading
 import time
 
@@ -23,7 +24,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.host_io import (
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import collect_kernel_log
 from ansible_collections.gpufleet.core.plugins.module_utils.nvml_collect import collect_nvml
 from ansible_collections.gpufleet.core.plugins.module_utils.nvml_fixture import (
-    FixtureMiss, RecordingLibrary, ReplayLibrary, fixture_document, use_library)
+    FixtureMiss, RecordingLibrary, ReplayLibrary, Scrubber, fixture_document, use_library)
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import collect_nvidia_smi
 
 FIXTURE_FORMAT = "gpufleet-fixture"
@@ -33,6 +34,8 @@ ALL_SUBSETS = ("driver", "gpus", "processes", "mig", "nvlink", "host", "kernel_l
 MIN_SUBSETS = ("driver", "gpus")
 NVML_LIBRARY = "libnvidia-ml.so.1"
 PROC_DRIVER_GPUS = "/proc/driver/nvidia/gpus"
+_XML_SERIAL = re.compile(r"<serial>\s*([^<\s][^<]*?)\s*</serial>")
+_LOG_SERIAL = re.compile(r"Board Serial Number:\s*(\S+)")
 
 
 class CollectionError(Exception):
@@ -102,6 +105,7 @@ class Collection:
         self.nvml_library = nvml_library
         self._deadline = None
         self._nvml_recorder = None
+        self._scrubber = Scrubber() if record and scrub else None
 
     def remaining(self):
         return max(0.0, self._deadline - time.monotonic())
@@ -198,7 +202,7 @@ class Collection:
             with use_library(pynvml, real):
                 yield True
             return
-        self._nvml_recorder = RecordingLibrary(real, scrub=self.scrub)
+        self._nvml_recorder = RecordingLibrary(real, scrub=self.scrub, scrubber=self._scrubber)
         with use_library(pynvml, self._nvml_recorder):
             yield True
 
@@ -244,9 +248,26 @@ class Collection:
             "source": facts["source"],
             "gather_subset": facts["gather_subset"],
             "nvml": fixture_document(self._nvml_recorder) if self._nvml_recorder else None,
-            "host": host.to_fixture() if isinstance(host, RecordingHost) else None,
+            "host": self._scrubbed(host.to_fixture()) if isinstance(host, RecordingHost) else None,
         }
         return document
+
+    def _scrubbed(self, recorded):
+        """Serials and UUIDs in files and command outputs, scrubbed as the NVML answers were."""
+        if self._scrubber is None:
+            return recorded
+        texts = [text for text in recorded["files"].values() if text]
+        texts += [result.get("stdout") or "" for result in recorded["commands"].values()]
+        for text in texts:
+            for serial in _XML_SERIAL.findall(text) + _LOG_SERIAL.findall(text):
+                self._scrubber.learn_serial(serial)
+        recorded["files"] = {path: self._scrubber.free_text(text) if text else text
+                             for path, text in recorded["files"].items()}
+        for result in recorded["commands"].values():
+            for stream in ("stdout", "stderr"):
+                if result.get(stream):
+                    result[stream] = self._scrubber.free_text(result[stream])
+        return recorded
 
 
 def name_lost_gpus(host, facts):

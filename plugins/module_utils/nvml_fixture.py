@@ -49,6 +49,8 @@ _ERROR_STRING_FN = "nvmlErrorString"
 _UUID_RE = re.compile(r"(?P<prefix>GPU|MIG)-(?P<hex>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
                       r"[0-9a-fA-F]{4}-[0-9a-fA-F]{12})")
 _SERIAL_FUNCTIONS = ("nvmlDeviceGetSerial",)
+# Shorter values ("0", "N/A") are not serials worth hiding and would replace ordinary text.
+_MIN_SERIAL_LENGTH = 6
 _TEXT_ENCODING = "utf-8"
 _TEXT_ERRORS = "surrogateescape"
 
@@ -179,8 +181,11 @@ def _serialise_return(ret):
 
 # ---------------------------------------------------------------- scrubbing
 
-class _Scrubber:
-    """Replaces GPU serials and GPU-/MIG- UUIDs by fake values, the same fake for the same real value."""
+class Scrubber:
+    """Replaces GPU serials and GPU-/MIG- UUIDs by fake values, the same fake for the same real value.
+
+    One scrubber serves a whole recording: NVML answers, and the files and command outputs of the
+    host (nvidia-smi XML, kernel log lines), so a replayed fixture stays consistent."""
 
     def __init__(self):
         self._uuids = {}
@@ -189,8 +194,21 @@ class _Scrubber:
     def learn_serials(self, fn, ret, out):
         if fn in _SERIAL_FUNCTIONS and ret == 0:
             for value in out.values():
-                if isinstance(value, str) and value and value not in self._serials:
-                    self._serials[value] = "SCRUBBED%05d" % (len(self._serials) + 1)
+                if isinstance(value, str):
+                    self.learn_serial(value)
+
+    def learn_serial(self, value):
+        value = value.strip()
+        if value and value not in self._serials:
+            self._serials[value] = "SCRUBBED%05d" % (len(self._serials) + 1)
+
+    def free_text(self, text):
+        """A whole file or command output: UUIDs anywhere, and every serial learned so far."""
+        text = _UUID_RE.sub(self._fake_uuid, text)
+        for real, fake in self._serials.items():
+            if len(real) >= _MIN_SERIAL_LENGTH:
+                text = text.replace(real, fake)
+        return text
 
     def data(self, data):
         if isinstance(data, str):
@@ -244,9 +262,9 @@ class _RecordingFunction:
 class RecordingLibrary:
     """Wraps a ctypes CDLL of libnvidia-ml (or anything with the same C functions) and records every call."""
 
-    def __init__(self, real_lib, scrub=True):
+    def __init__(self, real_lib, scrub=True, scrubber=None):
         self._real = real_lib
-        self._scrubber = _Scrubber() if scrub else None
+        self._scrubber = (scrubber or Scrubber()) if scrub else None
         self._lock = threading.RLock()
         self._tokens = {}
         self._serialiser = _Serialiser(self._token_for)

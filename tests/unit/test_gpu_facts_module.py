@@ -51,8 +51,19 @@ def test_record_then_replay_gives_the_same_gpu_facts(capsys, fake_nvidia_smi, tm
     live_facts, replay_facts = recorded["ansible_facts"]["gpufleet"], replayed["ansible_facts"]["gpufleet"]
     assert_valid_facts(replay_facts)
     assert (replay_facts["source"], replay_facts["replay_of"]) == ("replay", "nvidia_smi")
-    assert replay_facts["gpus"] == live_facts["gpus"]
     assert replay_facts["driver"] == live_facts["driver"]
+    replayed_gpu, live_gpu = replay_facts["gpus"][0], live_facts["gpus"][0]
+    assert (replayed_gpu["serial"], live_gpu["serial"]) == ("SCRUBBED00001", "0000000000000")
+    assert replayed_gpu["uuid"] == "GPU-00000000-0000-4000-8000-000000000001" != live_gpu["uuid"]
+    assert dict(replayed_gpu, serial=None, uuid=None) == dict(live_gpu, serial=None, uuid=None)
+    assert "<serial>0000000000000<" not in fixture.read_text()
+
+
+def test_record_without_scrub_keeps_the_real_identities(capsys, fake_nvidia_smi, tmp_path):
+    fixture = tmp_path / "t4.json"
+    run_module(capsys, source="nvidia_smi", record=str(fixture), scrub=False, gather_subset=["min"])
+    replayed = run_module(capsys, source="replay", fixture=str(fixture), gather_subset=["min"])
+    assert replayed["ansible_facts"]["gpufleet"]["gpus"][0]["serial"] == "0000000000000"
 
 
 def test_check_mode_records_nothing(capsys, fake_nvidia_smi, tmp_path):
