@@ -790,10 +790,38 @@ def host_t4_nvsmi_14():
                 description="Tesla T4 without pynvml: facts from a real nvidia-smi -q -x capture (515.105.01)")
 
 
+def gsp_timeout_line(gpu, index, pid):
+    return ("NVRM: Xid (%s): 119, pid=%d, name=python3, Timeout after 6s of waiting for RPC response from "
+            "GPU%d GSP! Expected function 76 (GSP_RM_CONTROL) (0x20802a02 0x8)." % (kernel_log_pci(gpu), pid, index))
+
+
+def gsp_host(name, serial_prefix, stamps):
+    """An H100 node still on 550.54.15 whose GSP firmware times out on two GPUs: with its twin, the same
+    Xid on every host of one driver version, which points at the driver and not at the cards."""
+    scenario = identify(h100_node("550.54.15"), name, serial_prefix)
+    lines = []
+    for (index, stamp, pid) in stamps:
+        lines.append((stamp, gsp_timeout_line(scenario["gpus"][index], index, pid)))
+    host = training_node(name, scenario).kernel_log(*lines)
+    return dict(name=name, group="h100_training", source="nvml", nvml=scenario, host=host.to_dict(),
+                description="Driver 550.54.15 (not yet upgraded): Xid 119 GSP RPC timeouts on two GPUs, like its twin")
+
+
+def host_h100_gsp_15():
+    return gsp_host("gpu-h100-gsp-15", "165242315",
+                    [(1, "2026-11-29T14:02:11", 40211), (4, "2026-11-29T14:02:19", 40215)])
+
+
+def host_h100_gsp_16():
+    return gsp_host("gpu-h100-gsp-16", "165242316",
+                    [(0, "2026-11-29T18:40:02", 51877), (6, "2026-11-30T01:12:45", 52990)])
+
+
 HOST_BUILDERS = (
     host_h100_ok_01, host_h100_xid79_02, host_h100_mismatch_03, host_a100_oldcuda_04, host_h100_thermal_05,
     host_h100_pcie_06, host_a100_remap_07, host_a100_migdrift_08, host_a100_migpending_09, host_l40s_crowded_10,
-    host_h100_mps_11, host_h100_nvlink_12, host_cpu_nodriver_13, host_t4_nvsmi_14,
+    host_h100_mps_11, host_h100_nvlink_12, host_cpu_nodriver_13, host_t4_nvsmi_14, host_h100_gsp_15,
+    host_h100_gsp_16,
 )
 
 

@@ -347,6 +347,16 @@ def check_t4_nvsmi_14(facts):
     assert (gpu["pcie"]["width_current"], gpu["pcie"]["width_max"], gpu["pcie"]["aer"]) == (8, 16, None)
 
 
+def gsp_check(expected_events):
+    def check(facts):
+        driver = facts["driver"]
+        assert (driver["version"], driver["kernel_module_version"], driver["mismatch"]) == ("550.54.15", "550.54.15", False)
+        gpus_named(facts, "NVIDIA H100 80GB HBM3", 8)
+        assert [(event["xid"], event["pci_bus_id"], event["pid"]) for event in facts["xid_events"]] == expected_events
+        assert all("GSP" in event["message"] for event in facts["xid_events"])
+    return check
+
+
 SCENARIO_CHECKS = {
     "gpu-h100-ok-01": check_h100_ok_01,
     "gpu-h100-xid79-02": check_h100_xid79_02,
@@ -362,6 +372,8 @@ SCENARIO_CHECKS = {
     "gpu-h100-nvlink-12": check_h100_nvlink_12,
     "cpu-node-nodriver-13": check_cpu_nodriver_13,
     "gpu-t4-nvsmi-14": check_t4_nvsmi_14,
+    "gpu-h100-gsp-15": gsp_check([(119, "0000:2a:00.0", 40211), (119, "0000:9a:00.0", 40215)]),
+    "gpu-h100-gsp-16": gsp_check([(119, "0000:18:00.0", 51877), (119, "0000:ba:00.0", 52990)]),
 }
 
 

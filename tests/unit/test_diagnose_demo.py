@@ -27,17 +27,6 @@ from tests.unit.test_rules_hardware import KNOWLEDGE, policy
 
 DEMO = os.path.join(ROOT, "inventories", "demo")
 
-# What the demo scenarios take as desired state. Inventory fragments (gpufleet_policy_<group>) sort
-# after these names and win where they set the same keys.
-A100_MIG_CONFIG = {"version": "v1", "mig-configs": {
-    "all-disabled": [{"devices": "all", "mig-enabled": False}],
-    "all-3g.40gb": [{"devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": 2}}],
-}}
-SCENARIO_INTENT = {
-    "a100_mig": {"mig": {"config": A100_MIG_CONFIG, "selected": "all-3g.40gb"}},
-    "h100_training": {"sharing": {"mode": "exclusive"}},
-}
-
 
 def inventory():
     with open(os.path.join(DEMO, "hosts.yml")) as handle:
@@ -70,8 +59,6 @@ def demo_policy(host):
     variables = {}
     for group in groups:
         variables.update(group_vars(group))
-        if group in SCENARIO_INTENT:
-            variables["gpufleet_policy_00_scenario_%s" % group] = SCENARIO_INTENT[group]
     variables.update(host_vars)
     return policy_from_vars(variables)
 
@@ -185,6 +172,16 @@ def check_nvlink_12():
     assert sorted(errors["evidence"]["links"]) == ["6", "7", "8"]
 
 
+def check_gsp(host, buses):
+    def check():
+        xids = found(host, "driver.xid", "critical")
+        assert sorted(f["gpu"] for f in xids) == buses
+        assert all(f["evidence"]["xid"] == 119 and f["evidence"]["explained_by"] == "driver:550.54.15" for f in xids)
+        (skew,) = found(host, "driver.version_skew", "warning")
+        assert (skew["evidence"]["driver_version"], skew["evidence"]["group_reference"]) == ("550.54.15", "550.90.07")
+    return check
+
+
 def check_nodriver_13():
     facts = demo_audit()[0]["cpu-node-nodriver-13"]
     assert facts["nvidia_present"] is False
@@ -206,6 +203,8 @@ SCENARIO_CHECKS = {
     "gpu-a100-migdrift-08": check_migdrift_08, "gpu-a100-migpending-09": check_migpending_09,
     "gpu-l40s-crowded-10": check_crowded_10, "gpu-h100-mps-11": check_mps_11, "gpu-h100-nvlink-12": check_nvlink_12,
     "cpu-node-nodriver-13": check_nodriver_13, "gpu-t4-nvsmi-14": check_nvsmi_14,
+    "gpu-h100-gsp-15": check_gsp("gpu-h100-gsp-15", ["0000:2a:00.0", "0000:9a:00.0"]),
+    "gpu-h100-gsp-16": check_gsp("gpu-h100-gsp-16", ["0000:18:00.0", "0000:ba:00.0"]),
 }
 
 
@@ -216,12 +215,15 @@ def test_demo_host_shows_its_scenario(host):
 
 def test_demo_fleet_likely_causes():
     _facts, findings, causes = demo_audit()
-    assert [cause["id"] for cause in causes] == ["workload:concurrency"]
-    assert causes[0]["hosts"] == ["gpu-l40s-crowded-10"]
+    by_id = {cause["id"]: cause for cause in causes}
+    assert sorted(by_id) == ["driver:550.54.15", "workload:concurrency"]
+    assert by_id["workload:concurrency"]["hosts"] == ["gpu-l40s-crowded-10"]
+    driver = by_id["driver:550.54.15"]
+    assert (driver["kind"], driver["layer"], driver["hosts"]) == ("driver", "driver", ["gpu-h100-gsp-15", "gpu-h100-gsp-16"])
     (memory,) = found("gpu-l40s-crowded-10", "workload.memory_near_full", "critical")
     assert memory["evidence"]["explained_by"] == "workload:concurrency"
     skew = [host for host, fs in findings.items() for f in fs if f["rule"] == "driver.version_skew"]
-    assert skew == ["gpu-a100-oldcuda-04"]
+    assert sorted(skew) == ["gpu-a100-oldcuda-04", "gpu-h100-gsp-15", "gpu-h100-gsp-16"]
 
 
 # ---------------------------------------------------------------- real captures
