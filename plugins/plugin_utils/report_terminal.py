@@ -6,6 +6,8 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import textwrap
+
 import os
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import LAYERS, SEVERITIES
@@ -62,8 +64,10 @@ def cause_lines(causes):
         return ["Likely causes: none found across hosts"]
     lines = ["Likely causes (%d):" % len(causes)]
     for cause in causes[:MAX_CAUSES]:
-        lines.append(clip("  [%s] %s - %d host(s): %s" % (
-            cause["severity"], one_line(cause["summary"]), len(cause["hosts"]), name_list(cause["hosts"], 4))))
+        lines += [line for line in textwrap.wrap("[%s] %s" % (cause["severity"], one_line(cause["summary"])),
+                                                 MAX_WIDTH - 2, initial_indent="  ", subsequent_indent="    ",
+                                                 max_lines=2, placeholder=" ...")]
+        lines.append(clip("    %d host(s): %s" % (len(cause["hosts"]), name_list(cause["hosts"], 4))))
     if len(causes) > MAX_CAUSES:
         lines.append("  ... and %d more causes (see report.html)" % (len(causes) - MAX_CAUSES))
     return lines
