@@ -13,11 +13,13 @@ BASE_PYTHON ?= $(shell for p in $(PYTHON_CANDIDATES); do \
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: help venv system-packages audit test test-unit test-integration test-docs sanity lint bench clean
+.PHONY: help venv system-packages audit test test-unit test-integration test-docs sanity lint bench clean \
+	fleet-up fleet-down test-fleet
 
 help:
 	@echo "make audit   - set up .venv and audit the demo fleet (reports/latest)"
-	@echo "make test    - the whole test suite: unit, integration, docs, sanity, lint"
+	@echo "make test    - the whole test suite: unit, integration, docs, sanity, lint, simulated fleet"
+	@echo "make fleet-up / fleet-down / test-fleet - the simulated fleet of nspawn containers"
 
 venv: $(STAMP)
 
@@ -37,7 +39,7 @@ audit: $(STAMP)
 	elif [ $$status -ne 0 ]; then exit $$status; fi; \
 	echo "Reports: $(CURDIR)/reports/latest/ (report.html, report.json, junit.xml, gpufleet.prom, facts/)"
 
-test: system-packages test-unit test-docs test-integration sanity lint
+test: system-packages test-unit test-docs test-integration sanity lint test-fleet
 
 system-packages:
 	tools/ensure_system_packages.sh
@@ -57,6 +59,18 @@ sanity: $(STAMP)
 
 lint: $(STAMP)
 	tools/lint.sh
+
+# The simulated fleet: Debian containers under systemd-nspawn with a simulated NVIDIA stack (root only).
+fleet-up: $(STAMP)
+	$(VENV_PY) tests/fleet/fleet.py up
+
+fleet-down:
+	python3 tests/fleet/fleet.py down
+
+# Brings a fresh fleet up, runs the fleet tests, and takes it down again, also when a test fails.
+test-fleet: $(STAMP)
+	$(VENV_PY) tests/fleet/fleet.py up --fresh && $(VENV_PY) -m pytest tests/fleet -q; status=$$?; \
+	$(VENV_PY) tests/fleet/fleet.py down; exit $$status
 
 bench: $(STAMP)
 	$(VENV_PY) bench/run.py
