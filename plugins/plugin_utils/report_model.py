@@ -25,12 +25,12 @@ NEVER_FAIL = "none"
 FAIL_SEVERITIES = tuple(SEVERITIES) + (NEVER_FAIL,)
 
 _LAYER_ORDER = {layer: position for position, layer in enumerate(LAYERS)}
-_DIGITS = re.compile(r"(\d+)")
+_DIGITS = re.compile(r"([0-9]+)")
 
 
 def host_sort_key(name):
     """Natural order: node-2 before node-10."""
-    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in _DIGITS.split(str(name))]
+    return [(0, int(part), "") if _DIGITS.fullmatch(part) else (1, 0, part) for part in _DIGITS.split(str(name))]
 
 
 def finding_sort_key(finding, host_position):

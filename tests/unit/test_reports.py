@@ -21,7 +21,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils import report_writer
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_html import (
     CONTENT_SECURITY_POLICY, SCRIPT, SCRIPT_HASH, render_html)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_junit import render_junit
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import REPORT_VERSION, build_report
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import REPORT_VERSION, build_report, host_sort_key
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_prometheus import render_prometheus
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_terminal import render_terminal
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import write_reports
@@ -653,3 +653,8 @@ def report_junit_safe(text):
     """What an XML 1.0 document can carry of the text: the characters it cannot hold become U+FFFD."""
     return "".join(c if c in "\t\n\r" or " " <= c <= "\ud7ff" or "\ue000" <= c <= "\ufffd" or c > "\uffff"
                    else "\ufffd" for c in text)
+
+
+def test_hosts_sort_naturally_and_odd_digits_stay_text():
+    names = ["node-10", "node-2", "\u00b9", "node-\u00b2"]
+    assert sorted(names, key=host_sort_key) == ["node-2", "node-10", "node-\u00b2", "\u00b9"]
