@@ -7,6 +7,8 @@
    equivalent `nvidia-smi -q -x`, timed in the same run, interleaved, and given as a ratio.
 2. payload: the AnsiballZ file Ansible ships per host for gpu_facts, against ansible.builtin.setup.
 3. fleet: one collection of every host of the demo fleet (inventories/demo/fixtures), when present.
+4. diagnose: the controller's side of an audit (run_audit) for 1,000 to 10,000 hosts of 8 GPUs,
+   against json.dumps of the same facts, with cProfile's hot spots (bench/diagnose_bench.py).
 
 Prints a table and writes bench/results/latest.json.
 """
@@ -49,6 +51,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.nvml_fixture import 
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import (  # noqa: E402
     collect_nvidia_smi, parse_nvidia_smi_xml)
 from tests.support.nvml_sim import SimulatedNvmlLibrary, scenario_h100_node  # noqa: E402
+
+from diagnose_bench import SIZES as DIAGNOSE_SIZES, diagnose_bench, print_diagnose  # noqa: E402
 
 RESULTS = REPO / "bench" / "results" / "latest.json"
 REALDATA = REPO.parent / "shared" / "realdata"
@@ -573,9 +577,12 @@ def print_fleet(result):
               % (name, host["gpus"], host["source"], host["median_ms"], host["min_ms"], host["max_ms"]))
 
 
+FIGURES = ("collection", "payload", "fleet", "diagnose")
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(description="gpufleet benchmarks (see bench/README.md)")
-    parser.add_argument("--only", choices=["collection", "payload", "fleet"], action="append",
+    parser.add_argument("--only", choices=FIGURES, action="append",
                         help="run only this figure (repeatable); default: all")
     parser.add_argument("--rounds", type=int, default=200, help="timed rounds per case (default 200)")
     parser.add_argument("--warmup", type=int, default=20, help="untimed rounds first (default 20)")
@@ -583,13 +590,22 @@ def parse_args(argv):
                         help="folder of real nvidia-smi captures (default %(default)s)")
     parser.add_argument("--fleet-fixtures", type=Path, default=DEMO_FIXTURES,
                         help="folder of the demo fleet's fixtures (default %(default)s)")
+    parser.add_argument("--diagnose-sizes", type=int, nargs="+", default=list(DIAGNOSE_SIZES),
+                        help="fleet sizes of figure 4, hosts (default %(default)s)")
+    parser.add_argument("--diagnose-repeats", type=int, default=2,
+                        help="runs of figure 4's smallest fleet; larger ones get proportionally fewer, at least "
+                             "one (default %(default)s)")
+    parser.add_argument("--no-diagnose-profile", action="store_true",
+                        help="skip figure 4's cProfile runs at the smallest and largest size")
+    parser.add_argument("--diagnose-tmp", type=Path, default=None,
+                        help="folder for figure 4's report folders, removed after each run (default: $TMPDIR)")
     parser.add_argument("--output", type=Path, default=RESULTS, help="JSON results (default %(default)s)")
     return parser.parse_args(argv)
 
 
 def main(argv=None):
     args = parse_args(argv)
-    chosen = args.only or ["collection", "payload", "fleet"]
+    chosen = args.only or list(FIGURES)
     started = time.perf_counter()
     results = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                "command": " ".join([Path(sys.executable).name, "bench/run.py"] + (argv or sys.argv[1:])),
@@ -607,6 +623,11 @@ def main(argv=None):
     if "fleet" in chosen:
         results["fleet"] = fleet_bench(args.fleet_fixtures, max(10, args.rounds // 10), max(2, args.warmup // 10))
         print_fleet(results["fleet"])
+    if "diagnose" in chosen:
+        results["diagnose"] = diagnose_bench(sorted(set(args.diagnose_sizes)), args.diagnose_repeats,
+                                             not args.no_diagnose_profile,
+                                             str(args.diagnose_tmp) if args.diagnose_tmp else None)
+        print_diagnose(results["diagnose"])
     results["machine"]["load_average_at_end"] = os.getloadavg()
     results["seconds"] = round(time.perf_counter() - started, 1)
     args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -6,24 +6,35 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import json
+import os
+
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.gpufleet.core.plugins.modules.audit_report import ARGUMENT_SPEC
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit_run import run_audit
+from ansible_collections.gpufleet.core.plugins.plugin_utils.remediation import (
+    compare, fixes_by_host, load_report, render_summary)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_terminal import render_terminal
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import write_atomically
 
 
 display = Display()
 
 
-def registered_results(hostvars, hosts, name):
-    """Each host's registered result, read without templating it again."""
+def registered_results(hostvars, hosts, name, marker, run_dir):
+    """Each host's registered result, read without templating it again. A host that did not mark this
+    run (it left the playbook earlier, unreachable or failed) holds only an older audit's result."""
     results = {}
     for host in hosts:
         variables = hostvars.raw_get(host)
-        results[host] = variables.get(name) if name in variables else None
+        if variables.get(marker) != run_dir:
+            results[host] = {"unreachable": True,
+                             "msg": "not reached in this run: the host left the playbook earlier (unreachable or failed)"}
+        else:
+            results[host] = variables.get(name)
     return results
 
 
@@ -41,7 +52,8 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("audit_report: no checked policy for %s; run gpufleet.core.policy_check on "
                                     "the same hosts first" % ", ".join(missing[:10]))
         host_policies = {host: args["policies"][args["host_policy"][host]] for host in args["hosts"]}
-        results = registered_results(task_vars["hostvars"], args["hosts"], args["result_var"])
+        results = registered_results(task_vars["hostvars"], args["hosts"], args["result_var"],
+                                     args["run_marker_var"], args["run_dir"])
         try:
             report, paths, lines = run_audit(results, host_policies, args["run_dir"], args["report_root"],
                                              args["started_at"], args["fail_severity"])
@@ -55,8 +67,25 @@ class ActionModule(ActionBase):
         text = render_terminal(report, paths=paths)
         display.display(text)
         result.update(changed=False, report_dir=args["run_dir"], files=paths,
-                      findings_by_severity=report["summary"]["by_severity"], causes=len(report["causes"]))
-        if report["summary"]["failed_threshold"]:
+                      findings_by_severity=report["summary"]["by_severity"], causes=len(report["causes"]),
+                      host_fixes=fixes_by_host(report))
+        record = None
+        if args["compare_with"]:
+            hostvars = task_vars["hostvars"]
+            not_converged = [host for host in args["hosts"]
+                             if hostvars.raw_get(host).get(args["not_converged_var"]) is True]
+            try:
+                record = compare(load_report(args["compare_with"]), report, not_converged)
+                paths.append(write_atomically(os.path.join(args["run_dir"], "remediation.json"),
+                                              json.dumps(record, indent=1) + "\n"))
+            except (OSError, ValueError, KeyError) as exc:
+                raise AnsibleActionFail("audit_report: cannot compare with %s: %s" % (args["compare_with"], exc))
+            display.display(render_summary(record))
+            result["remediation"] = {key: len(record[key]) for key in ("cleared", "remaining", "new")}
+        if args["compare_with"] and record["not_converged"]:
+            result.update(failed=True, msg="not converged: %s (see %s)" % (
+                ", ".join(record["not_converged"]), os.path.join(args["run_dir"], "remediation.json")))
+        elif report["summary"]["failed_threshold"]:
             result.update(failed=True, msg="findings at or above %s: see %s"
                           % (report["summary"]["fail_severity"], paths[1] if len(paths) > 1 else args["run_dir"]))
         return result

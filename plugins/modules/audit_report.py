@@ -35,6 +35,13 @@ options:
     description: Name of the variable each host registered the M(gpufleet.core.gpu_facts) result in.
     type: str
     default: gpufleet_collect
+  run_marker_var:
+    description:
+      - Host variable set to O(run_dir) on each host just before its collection in this run. A host without it
+        left the playbook before this audit (unreachable or failed earlier), so it is reported as unreachable
+        rather than with an older audit's result.
+    type: str
+    default: gpufleet_collect_run
   policies:
     description: Effective policies by id, as returned by M(gpufleet.core.policy_check) in C(policies).
     type: dict
@@ -65,6 +72,18 @@ options:
     description: Print one line per host when the audit has at most this many hosts; all lines are in C(hosts.txt).
     type: int
     default: 200
+  compare_with:
+    description:
+      - Run folder of an earlier audit (the one before a remediation). The findings of both are compared and
+        C(remediation.json) is written with the findings cleared, the findings that remain (and why, for
+        example that no role fixes it or that the host was not converged) and the new ones. A summary is printed.
+      - The task fails when a host was not converged (its remediation failed, or this audit could not read it).
+    type: path
+  not_converged_var:
+    description:
+      - With O(compare_with), the host variable that is true on hosts whose remediation failed.
+    type: str
+    default: gpufleet_remediation_failed
 attributes:
   check_mode:
     description: Reports are written in check mode too; they change nothing on the hosts.
@@ -109,6 +128,16 @@ causes:
   description: Number of likely causes found across hosts.
   returned: always
   type: int
+host_fixes:
+  description: Remediation roles that can fix each host's findings (hosts without such findings are left out).
+  returned: always
+  type: dict
+  sample: {"gpu-a100-03": ["mig_layout", "worker_limits"]}
+remediation:
+  description: With O(compare_with), the counts of cleared, remaining and new findings.
+  returned: when O(compare_with) is set
+  type: dict
+  sample: {"cleared": 5, "remaining": 3, "new": 0}
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -117,6 +146,7 @@ from ansible.module_utils.basic import AnsibleModule
 ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
     "result_var": {"type": "str", "default": "gpufleet_collect"},
+    "run_marker_var": {"type": "str", "default": "gpufleet_collect_run"},
     "policies": {"type": "dict", "required": True},
     "host_policy": {"type": "dict", "required": True},
     "run_dir": {"type": "path", "required": True},
@@ -124,6 +154,8 @@ ARGUMENT_SPEC = {
     "started_at": {"type": "str", "required": True},
     "fail_severity": {"type": "str", "choices": ["critical", "warning", "info", "none"]},
     "host_lines": {"type": "int", "default": 200},
+    "compare_with": {"type": "path"},
+    "not_converged_var": {"type": "str", "default": "gpufleet_remediation_failed"},
 }
 
 

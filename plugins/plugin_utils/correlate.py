@@ -171,9 +171,11 @@ def driver_causes(facts_by_host, findings_by_host):
     known = sum(len(hosts) for hosts in by_version.values())
     per_version = {}
     for symptom, host_map in sorted(_symptom_hosts(findings_by_host).items()):
+        # hosts with the symptom and a known driver: those not on this version are the ones elsewhere
+        versioned_hits = sum(1 for host in host_map if driver_version_of(facts_by_host.get(host)))
         for version, version_hosts in by_version.items():
             hit = sorted(host for host in version_hosts if host in host_map)
-            elsewhere_hit = sum(1 for host in host_map if host not in version_hosts and driver_version_of(facts_by_host.get(host)))
+            elsewhere_hit = versioned_hits - len(hit)
             if _concentrated(hit, len(version_hosts), elsewhere_hit, known - len(version_hosts)):
                 per_version.setdefault(version, []).append((symptom, hit, elsewhere_hit, host_map))
     causes = []

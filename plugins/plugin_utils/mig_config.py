@@ -3,6 +3,10 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Desired MIG layouts in the nvidia-mig-parted v1 config format, and whether a GPU holds them.
 
+Profile names, feasibility, placement and the actual layout of a GPU live in
+plugins/module_utils/mig_plan.py (standard library only, shared with the mig_layout module) and
+are re-exported here, so controller code keeps importing them from this module.
+
 The config is read exactly as nvidia-mig-parted and the GPU Operator write it (a plain file or a
 Kubernetes ConfigMap with the file under data.config.yaml). Layouts are {profile: count} maps of
 MIG devices, where a MIG device is one compute instance: "3g.40gb" is a GPU instance with one
@@ -24,70 +28,21 @@ import re
 
 import yaml
 
+# Re-exported: controller code imports these from here.
+from ansible_collections.gpufleet.core.plugins.module_utils.mig_plan import (  # pylint: disable=unused-import
+    MAX_MIG_DEVICES, PROFILE_GRAMMAR, GpuInstance, MigConfigError, Profile, actual_layout,
+    canonical_profile_name, check_feasible, gpu_instance_name, gpu_instances_needed, layout_diff,
+    parse_profile, placements_of, plan_layout, profile_name)
+
 CONFIG_VERSION = "v1"
 TOP_LEVEL_KEYS = ("version", "mig-configs")
 ENTRY_KEYS = ("device-filter", "devices", "mig-enabled", "mig-devices")
 CONFIGMAP_KEY = "config.yaml"
 POLICY_WHERE = "gpufleet_policy.mig.config"
-MAX_MIG_DEVICES = 64  # far above any GPU (7 or 8 compute slices); larger counts are not expanded
-PROFILE_GRAMMAR = "[<C>c.]<G>g.<M>gb[+attr[,attr...]|-attr], e.g. 3g.40gb, 1c.3g.40gb, 1g.10gb+me, 1g.24gb-me"
 
 DEVICE_IDS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mig_device_ids.yml")
 
-_PROFILE = re.compile(r"^(?:(\d+)c\.)?(\d+)g\.(\d+)gb(?:([+-])(.*))?$")
-_ATTRIBUTE = re.compile(r"^[A-Za-z](?:[A-Za-z0-9.]*[A-Za-z0-9])?$")
 _DEVICE_ID = re.compile(r"^0[xX][0-9a-fA-F]{1,8}$")
-
-
-class MigConfigError(ValueError):
-    """A config that nvidia-mig-parted would reject, or a name that is not in it."""
-
-
-# ---------------------------------------------------------------- profile names
-
-Profile = collections.namedtuple("Profile", "compute gi_slices memory_gb sign attributes")
-
-
-def parse_profile(name):
-    """A MIG device profile name as a Profile, or None when it does not follow the grammar."""
-    return _parsed_profile(name) if isinstance(name, str) else None
-
-
-@functools.lru_cache(maxsize=4096)
-def _parsed_profile(name):
-    match = _PROFILE.match(name)
-    if not match:
-        return None
-    compute, gi_slices, memory_gb, sign, attribute_text = match.groups()
-    attributes = ()
-    if sign:
-        attributes = tuple(attribute_text.split(","))
-        if len(set(attributes)) != len(attributes) or not all(_ATTRIBUTE.match(a) for a in attributes):
-            return None
-    gi_slices = int(gi_slices)
-    compute = int(compute) if compute else gi_slices
-    if compute < 1 or gi_slices < 1 or int(memory_gb) < 1 or compute > gi_slices:
-        return None
-    return Profile(compute, gi_slices, int(memory_gb), sign or "", tuple(sorted(attributes)))
-
-
-def gpu_instance_name(profile):
-    """'3g.40gb' for 1c.3g.40gb: the GPU instance profile a MIG device lives in."""
-    suffix = profile.sign + ",".join(profile.attributes) if profile.sign else ""
-    return "%dg.%dgb%s" % (profile.gi_slices, profile.memory_gb, suffix)
-
-
-def profile_name(profile):
-    """Canonical name: no '<C>c.' when the compute instance fills its GPU instance, sorted attributes."""
-    if profile.compute == profile.gi_slices:
-        return gpu_instance_name(profile)
-    return "%dc.%s" % (profile.compute, gpu_instance_name(profile))
-
-
-def canonical_profile_name(name):
-    """The canonical spelling of a profile name; a name outside the grammar is returned unchanged."""
-    profile = parse_profile(name)
-    return profile_name(profile) if profile else name
 
 
 # ---------------------------------------------------------------- loading and validation
@@ -353,262 +308,3 @@ def _product_name_device_ids(extra):
         for product in product_names:
             by_name.setdefault(normalise_product_name(product), set()).add(normalised_id)
     return dict((name, frozenset(ids)) for name, ids in by_name.items())
-
-
-# ---------------------------------------------------------------- feasibility and placement
-
-GpuInstance = collections.namedtuple("GpuInstance", "profile compute_instances")
-
-
-def gpu_instances_needed(devices):
-    """The GPU instances a {profile: count} layout needs, as [GpuInstance(gi profile, [MIG devices])].
-
-    Compute instances smaller than their GPU instance share GPU instances, packed by compute
-    slices (largest first), as nvidia-mig-parted reuses a GPU instance while it has room.
-    Raises MigConfigError for a name outside the profile grammar.
-    """
-    instances = []
-    shared = collections.OrderedDict()
-    for name, count in sorted(devices.items()):
-        profile = parse_profile(name)
-        if profile is None:
-            raise MigConfigError("%r is not a MIG profile (expected %s)" % (name, PROFILE_GRAMMAR))
-        if profile.compute == profile.gi_slices:
-            instances.extend(GpuInstance(gpu_instance_name(profile), [profile_name(profile)]) for _i in range(count))
-        else:
-            shared.setdefault(profile.gi_slices, {}).setdefault(gpu_instance_name(profile), []).extend([profile] * count)
-    for capacity, by_gi in shared.items():
-        for gi_name, profiles in by_gi.items():
-            instances.extend(_packed_gpu_instances(gi_name, capacity, profiles))
-    return instances
-
-
-def _packed_gpu_instances(gi_name, capacity, profiles):
-    bins = []
-    for profile in sorted(profiles, key=lambda p: -p.compute):
-        for used, names in bins:
-            if used[0] + profile.compute <= capacity:
-                used[0] += profile.compute
-                names.append(profile_name(profile))
-                break
-        else:
-            bins.append(([profile.compute], [profile_name(profile)]))
-    return [GpuInstance(gi_name, names) for _used, names in bins]
-
-
-def check_feasible(devices, mig_model):
-    """Why the {profile: count} layout cannot be created on this GPU model; [] when it fits.
-
-    Checks, in order: each profile exists on the model, instance counts within max_instances,
-    compute and memory slices within the GPU's, and a search for non-overlapping placements.
-    Compute-instance placements inside a GPU instance are not modelled, only their slice sum.
-    """
-    model_name = mig_model.get("model") or "this GPU"
-    total = sum(count for count in devices.values() if isinstance(count, int))
-    if total > MAX_MIG_DEVICES:
-        return ["the layout asks for %d MIG devices: %s holds at most %s" % (total, model_name, mig_model.get("slices"))]
-    try:
-        instances = gpu_instances_needed(devices)
-    except MigConfigError as error:
-        return [str(error)]
-    profiles = _model_profiles(mig_model)
-    reasons = _unknown_profile_reasons(instances, profiles, model_name)
-    if reasons:
-        return reasons
-    reasons = _instance_count_reasons(devices, instances, profiles, model_name)
-    reasons += _slice_total_reasons(instances, profiles, mig_model, model_name)
-    if reasons:
-        return reasons
-    if _search_placements(instances, profiles, {}) is None:
-        return ["no placement fits %s together on %s: their memory slices overlap in every arrangement"
-                % (_describe(devices), model_name)]
-    return []
-
-
-def plan_layout(devices, mig_model, existing=None):
-    """One placement for every GPU instance the layout needs, sorted by start.
-
-    Returns [{"profile": gi profile, "placement": {"start", "size"}, "compute_instances":
-    [MIG device profiles]}]. existing: GPU instances already on the GPU (facts
-    gpus[].mig.gpu_instances, or [{"profile", "placement"}]); their placements are preferred, so
-    a layout that already matches plans to itself. Raises MigConfigError when it cannot fit.
-    """
-    reasons = check_feasible(devices, mig_model)
-    if reasons:
-        raise MigConfigError("; ".join(reasons))
-    instances = gpu_instances_needed(devices)
-    placements = _search_placements(instances, _model_profiles(mig_model), _preferred_starts(existing))
-    plan = [{"profile": instance.profile, "placement": dict(placement),
-             "compute_instances": list(instance.compute_instances)}
-            for instance, placement in zip(instances, placements)]
-    return sorted(plan, key=lambda item: (item["placement"]["start"], item["profile"]))
-
-
-def _model_profiles(mig_model):
-    """{canonical gi profile name: profile entry} of a mig_model."""
-    return dict((canonical_profile_name(name), entry) for name, entry in (mig_model.get("profiles") or {}).items())
-
-
-def _unknown_profile_reasons(instances, profiles, model_name):
-    unknown = sorted(set(instance.profile for instance in instances if instance.profile not in profiles))
-    return ["%s is not a MIG profile of %s (it has %s)" % (name, model_name, ", ".join(sorted(profiles)))
-            for name in unknown]
-
-
-def _instance_count_reasons(devices, instances, profiles, model_name):
-    reasons = []
-    needed = collections.Counter(instance.profile for instance in instances)
-    for gi_name in sorted(needed):
-        allowed = profiles[gi_name].get("max_instances")
-        if allowed is not None and needed[gi_name] > allowed:
-            reasons.append("%s does not fit: %s allows at most %d %s GPU instance%s"
-                           % (_describe(_devices_in(devices, gi_name)), model_name, allowed, gi_name,
-                              "" if allowed == 1 else "s"))
-    return reasons
-
-
-def _devices_in(devices, gi_name):
-    return dict((name, count) for name, count in devices.items()
-                if count and gpu_instance_name(parse_profile(name)) == gi_name)
-
-
-def _slice_total_reasons(instances, profiles, mig_model, model_name):
-    reasons = []
-    for key, label in (("compute_slices", "slices"), ("memory_slices", "memory_slices")):
-        available = mig_model.get(label)
-        needed = sum(profiles[instance.profile].get(key) or 0 for instance in instances)
-        if available is not None and needed > available:
-            reasons.append("the layout needs %d %s: %s has %d"
-                           % (needed, key.replace("_", " "), model_name, available))
-    return reasons
-
-
-def _describe(devices):
-    return ", ".join("%s x%d" % (name, count) for name, count in sorted(devices.items()) if count)
-
-
-def _preferred_starts(existing):
-    """{gi profile: [placement starts in use]} from existing GPU instances."""
-    preferred = {}
-    for instance in existing or []:
-        name = canonical_profile_name(instance.get("profile") or instance.get("profile_name"))
-        placement = instance.get("placement") or {}
-        if name and placement.get("start") is not None:
-            preferred.setdefault(name, []).append(placement["start"])
-    return preferred
-
-
-def _search_placements(instances, profiles, preferred):
-    """Placements (aligned with instances) whose memory slices do not overlap, or None.
-
-    Backtracking, largest GPU instances first; instances of one profile take placements in
-    list order so that equal instances are not tried in every permutation.
-    """
-    order = sorted(range(len(instances)),
-                   key=lambda i: (-_largest_size(profiles[instances[i].profile]), instances[i].profile))
-    candidates = dict((name, _ordered_placements(profiles[name], preferred.get(name, [])))
-                      for name in set(instance.profile for instance in instances))
-    chosen = {}
-
-    def place(position, used, floor_by_profile):
-        if position == len(order):
-            return True
-        index = order[position]
-        name = instances[index].profile
-        options = candidates[name]
-        for option in range(floor_by_profile.get(name, 0), len(options)):
-            mask = _slice_mask(options[option])
-            if used & mask:
-                continue
-            chosen[index] = options[option]
-            floors = dict(floor_by_profile)
-            floors[name] = option + 1
-            if place(position + 1, used | mask, floors):
-                return True
-        return False
-
-    if not place(0, 0, {}):
-        return None
-    return [chosen[index] for index in range(len(instances))]
-
-
-def _largest_size(profile):
-    return max([p.get("size") or 0 for p in placements_of(profile)] or [0])
-
-
-def _ordered_placements(profile, preferred_starts):
-    placements = placements_of(profile)
-    return sorted(placements, key=lambda p: (p.get("start") not in preferred_starts, p.get("start")))
-
-
-def placements_of(profile):
-    """[{"start", "size"}] of a model profile; also accepts the data file's starts + size form."""
-    if profile.get("placements") is not None:
-        return list(profile["placements"])
-    return [{"start": start, "size": profile.get("size")} for start in profile.get("starts") or []]
-
-
-def _slice_mask(placement):
-    return ((1 << placement["size"]) - 1) << placement["start"]
-
-
-# ---------------------------------------------------------------- actual layout and drift
-
-def actual_layout(gpu_fact):
-    """The MIG state of one gpus[] fact, counted as nvidia-mig-parted counts it.
-
-    Returns {"mig_enabled": mode_current (bool or None), "mig_enabled_pending": mode_pending,
-    "devices": {profile: count} of compute instances (canonical names, e.g. "1c.3g.40gb"),
-    "empty_gpu_instances": {gi profile: count} of GPU instances without a compute instance}.
-    Instances are counted only while MIG is enabled; an unnamed one counts as "unknown".
-    """
-    mig = gpu_fact.get("mig") or {}
-    enabled = mig.get("mode_current")
-    devices = collections.Counter()
-    empty = collections.Counter()
-    if enabled:
-        for instance in mig.get("gpu_instances") or []:
-            compute_instances = instance.get("compute_instances") or []
-            if not compute_instances:
-                empty[_counted_name(instance.get("profile_name"))] += 1
-            for compute_instance in compute_instances:
-                devices[_counted_name(compute_instance.get("profile_name"))] += 1
-    return {"mig_enabled": enabled, "mig_enabled_pending": mig.get("mode_pending"),
-            "devices": dict(devices), "empty_gpu_instances": dict(empty)}
-
-
-def _counted_name(name):
-    return canonical_profile_name(name) if name else "unknown"
-
-
-def layout_diff(desired, actual):
-    """None when the GPU holds the desired layout, else what differs.
-
-    desired: one value of desired_layout; actual: actual_layout. Keys, present only when they
-    apply: "mig_enabled": (want, have) comparing the current mode (as nvidia-mig-parted assert
-    does); "devices": {profile: (want, have)} (with MIG off on either side its devices count as
-    none); "pending": True with "mig_enabled_after_reset" when the GPU has a mode change waiting
-    for a reset, whatever the desired layout; "empty_gpu_instances": {gi profile: count}.
-    A GPU that cannot do MIG (mode None) matches a desired mig_enabled false.
-    """
-    diff = {}
-    want, have = bool(desired["mig_enabled"]), actual.get("mig_enabled")
-    if want != bool(have):
-        diff["mig_enabled"] = (want, have)
-    device_diff = _device_diff(desired["devices"] if want else {}, actual.get("devices") if have else {})
-    if device_diff:
-        diff["devices"] = device_diff
-    pending = actual.get("mig_enabled_pending")
-    if have is not None and pending is not None and pending != have:
-        diff["pending"] = True
-        diff["mig_enabled_after_reset"] = pending
-    if have and actual.get("empty_gpu_instances"):
-        diff["empty_gpu_instances"] = dict(actual["empty_gpu_instances"])
-    return diff or None
-
-
-def _device_diff(wanted, held):
-    wanted = dict((canonical_profile_name(name), count) for name, count in (wanted or {}).items() if count)
-    held = dict((name, count) for name, count in (held or {}).items() if count)
-    return dict((name, (wanted.get(name, 0), held.get(name, 0)))
-                for name in sorted(set(wanted) | set(held)) if wanted.get(name, 0) != held.get(name, 0))

@@ -64,9 +64,8 @@ def cause_lines(causes):
         return ["Likely causes: none found across hosts"]
     lines = ["Likely causes (%d):" % len(causes)]
     for cause in causes[:MAX_CAUSES]:
-        lines += [line for line in textwrap.wrap("[%s] %s" % (cause["severity"], one_line(cause["summary"])),
-                                                 MAX_WIDTH - 2, initial_indent="  ", subsequent_indent="    ",
-                                                 max_lines=2, placeholder=" ...")]
+        lines += textwrap.wrap("[%s] %s" % (cause["severity"], one_line(cause["summary"])), MAX_WIDTH - 2,
+                               initial_indent="  ", subsequent_indent="    ", max_lines=2, placeholder=" ...")
         lines.append(clip("    %d host(s): %s" % (len(cause["hosts"]), name_list(cause["hosts"], 4))))
     if len(causes) > MAX_CAUSES:
         lines.append("  ... and %d more causes (see report.html)" % (len(causes) - MAX_CAUSES))

@@ -36,8 +36,9 @@ RENDERERS = (
 )
 
 
-def write_atomically(path, content):
-    """Write to a temporary file in the same folder, flush it to disk, then rename it over path.
+def write_atomically(path, content, durable=True):
+    """Write to a temporary file in the same folder, flush it to disk (unless not durable), then rename it
+    over path. Readers see the old file or the new one, never half of one.
 
     A lone surrogate (possible in text decoded from a host's JSON) is written as \\udXXX, which JSON reads back.
     """
@@ -47,7 +48,8 @@ def write_atomically(path, content):
         with os.fdopen(handle, "w", encoding="utf-8", errors="backslashreplace") as stream:
             stream.write(content)
             stream.flush()
-            os.fsync(stream.fileno())
+            if durable:
+                os.fsync(stream.fileno())
         os.chmod(temporary, FILE_MODE)
         os.replace(temporary, path)
     except BaseException:

@@ -106,6 +106,11 @@ class Fleet:
         self.hosts = list(state["hosts"])
         self.key = str(fleet_module.KEY)
 
+    def recreate(self):
+        """Every host rebuilt fresh from the scenario (a few seconds), for a test that needs the start state."""
+        with fleet_module.fleet_lock():
+            fleet_module.up(len(self.hosts), self.scenario, fresh=True)
+
     def port(self, host):
         return fleet_module.Host.named(host).port
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The simulated GPU fleet: Debian hosts booted with systemd-nspawn and reached by Ansible over ssh.
 
     fleet.py up [--hosts N] [--scenario NAME] [--fresh]   boot the fleet (missing hosts only), wait for ssh
@@ -223,8 +222,8 @@ def ensure_tools():
 def run_checked(argv, **kwargs):
     result = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False, **kwargs)
     if result.returncode != 0:
-        raise FleetError("%s failed (exit %d):\n%s" % (" ".join(argv), result.returncode,
-                                                        (result.stdout + result.stderr)[-3000:]))
+        raise FleetError("%s failed (exit %d):\n%s"
+                         % (" ".join(argv), result.returncode, (result.stdout + result.stderr)[-3000:]))
     return result
 
 
@@ -896,7 +895,7 @@ def fleet_lock():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     commands = parser.add_subparsers(dest="command", required=True)
     up_parser = commands.add_parser("up", help="boot the fleet and wait until every host answers ssh")
     up_parser.add_argument("--hosts", type=int, default=DEFAULT_HOSTS)

@@ -100,7 +100,10 @@ def test_the_default_scenario_builds_the_problems_it_describes(fleet):
         return
     states = {host: simulator_state(fleet, host) for host in fleet.hosts[:4]}
     inference = fleet.ssh("fleet-01", "systemctl show inference.service -p Restart -p ActiveState").stdout
-    assert inference.split() == ["Restart=no", "ActiveState=failed"]
+    assert inference.split() == ["Restart=no", "ActiveState=active"]
+    workers = [json.loads(fleet.ssh("fleet-01", "cat /run/gpufleet-sim/procs/%s" % name).stdout)
+               for name in fleet.ssh("fleet-01", "ls /run/gpufleet-sim/procs").stdout.split()]
+    assert [(worker["gpu"], worker["used_mib"]) for worker in workers] == [(0, 6000)] * 12
     assert [gpu["persistence_mode"] for gpu in states["fleet-01"]["gpus"]] == [False, False]
     assert fleet.ssh("fleet-02", "systemctl is-active trainer nvidia-persistenced").stdout.split() == [
         "active", "active"]

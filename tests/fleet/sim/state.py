@@ -308,6 +308,10 @@ def install(root, state=None, enable=("gpufleet-sim-boot.service",)):
     for folder in ("var/log/gpufleet-sim", "var/lib/gpufleet-sim"):
         if not os.path.isdir(os.path.join(root, folder)):
             os.makedirs(os.path.join(root, folder))
+    # the simulated kernel log exists from the start, as a host's kern.log does
+    kernel_log = os.path.join(root, "var/log/gpufleet-sim/kern.log")
+    if not os.path.exists(kernel_log):
+        open(kernel_log, "a").close()
     if state is not None:
         written.append(os.path.relpath(write_state(state, root), root))
     return written

@@ -1,0 +1,95 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a remediation run did: the findings of the audit before it against the audit after it."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import os
+
+from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import severity_rank
+
+REMEDIATION_VERSION = "1.0"
+# Roles remediate.yml applies, in this order: GPU modes and MIG layout first (they may restart GPU
+# services), then the services' worker limits and restart policies.
+REMEDIATION_ROLES = ("gpu_settings", "mig_layout", "worker_limits", "restart_policy")
+
+
+def finding_key(finding):
+    return (finding["host"], finding["rule"], finding.get("gpu") or "")
+
+
+def load_report(run_dir):
+    with open(os.path.join(run_dir, "report.json")) as handle:
+        return json.load(handle)
+
+
+def fixes_by_host(report, roles=REMEDIATION_ROLES):
+    """{host: [roles]} for the findings of a report that a remediation role can fix."""
+    wanted = {}
+    for finding in report["findings"]:
+        if finding.get("fix") in roles:
+            wanted.setdefault(finding["host"], set()).add(finding["fix"])
+    return {host: [role for role in roles if role in found] for host, found in wanted.items()}
+
+
+def _brief(finding):
+    return {key: finding.get(key) for key in ("host", "rule", "layer", "severity", "gpu", "summary", "fix")}
+
+
+def compare(before, after, not_converged=()):
+    """The remediation record: cleared, remaining (with why), and new findings."""
+    before_keys = {finding_key(f): f for f in before["findings"]}
+    after_keys = {finding_key(f): f for f in after["findings"]}
+    unread_after = {host for host, entry in after["hosts"].items() if entry["status"] != "ok"}
+    not_converged = set(not_converged) | (unread_after & set(before["hosts"]))
+    # a finding of a host the second audit could not read is not cleared: nobody looked
+    cleared = [_brief(before_keys[key]) for key in sorted(before_keys)
+               if key not in after_keys and key[0] not in unread_after]
+    remaining = []
+    for key in sorted(before_keys):
+        if key not in after_keys and key[0] not in unread_after:
+            continue
+        entry = _brief(after_keys.get(key) or before_keys[key])
+        if entry["host"] in not_converged:
+            entry["why"] = "the host was not converged (its remediation failed or it was unreachable)"
+        elif entry["fix"] in REMEDIATION_ROLES:
+            entry["why"] = "the %s role ran but the finding remains: see the run's output" % entry["fix"]
+        elif entry["fix"]:
+            entry["why"] = "fixed by the %s role, which remediate.yml does not run (use driver_rollout.yml)" % entry["fix"]
+        else:
+            entry["why"] = "no role fixes this: it needs a person (%s)" % (
+                (after_keys.get(key) or before_keys[key]).get("action") or "see report")
+        remaining.append(entry)
+    new = [_brief(after_keys[key]) for key in sorted(after_keys) if key not in before_keys]
+    remaining.sort(key=lambda f: (-severity_rank(f["severity"]), f["host"], f["rule"]))
+    return {
+        "remediation_version": REMEDIATION_VERSION,
+        "before": before["run"]["id"],
+        "after": after["run"]["id"],
+        "not_converged": sorted(not_converged),
+        "cleared": cleared,
+        "remaining": remaining,
+        "new": new,
+    }
+
+
+def render_summary(record, limit=12):
+    lines = ["Remediation %s -> %s: %d finding(s) cleared, %d remain, %d new"
+             % (record["before"], record["after"], len(record["cleared"]), len(record["remaining"]),
+                len(record["new"]))]
+    for title, entries in (("Cleared", record["cleared"]), ("Remaining", record["remaining"]),
+                           ("New", record["new"])):
+        for finding in entries[:limit]:
+            line = "  %s: %s %s%s" % (title.lower(), finding["host"], finding["rule"],
+                                      " " + finding["gpu"] if finding.get("gpu") else "")
+            if finding.get("why"):
+                line += " - " + finding["why"]
+            lines.append(line)
+        if len(entries) > limit:
+            lines.append("  ... and %d more %s (remediation.json)" % (len(entries) - limit, title.lower()))
+    if record["not_converged"]:
+        lines.append("Not converged: %s" % ", ".join(record["not_converged"]))
+    return "\n".join(lines)

@@ -1,0 +1,56 @@
+from ansible_collections.gpufleet.core.plugins.plugin_utils.remediation import compare, fixes_by_host, render_summary
+
+
+def finding(host, rule, fix=None, gpu=None, severity="warning", action="do it"):
+    return {"host": host, "rule": rule, "layer": rule.split(".")[0], "severity": severity, "gpu": gpu,
+            "summary": rule, "fix": fix, "action": action, "evidence": {}}
+
+
+def report(run_id, findings, statuses):
+    return {"run": {"id": run_id}, "findings": findings,
+            "hosts": {host: {"status": status} for host, status in statuses.items()}}
+
+
+BEFORE = report("r1", [
+    finding("a", "workload.gpu_oversubscribed", "worker_limits", "0000:18:00.0"),
+    finding("a", "workload.restart_policy", "restart_policy"),
+    finding("b", "scheduling.mig_layout_drift", "mig_layout", "0000:07:00.0"),
+    finding("b", "hardware.row_remap", None, "0000:07:00.0", "critical", "Reset the GPU."),
+    finding("c", "driver.persistence_mode", "gpu_settings"),
+    finding("c", "driver.kernel_userspace_mismatch", "driver", severity="critical"),
+], {"a": "ok", "b": "ok", "c": "ok"})
+
+
+def test_fixes_by_host_lists_the_roles_in_remediation_order():
+    assert fixes_by_host(BEFORE) == {"a": ["worker_limits", "restart_policy"], "b": ["mig_layout"],
+                                     "c": ["gpu_settings"]}
+
+
+def test_cleared_remaining_and_why():
+    after = report("r2", [
+        finding("b", "hardware.row_remap", None, "0000:07:00.0", "critical", "Reset the GPU."),
+        finding("a", "workload.restart_policy", "restart_policy"),
+        finding("c", "driver.kernel_userspace_mismatch", "driver", severity="critical"),
+        finding("c", "workload.memory_near_full", "worker_limits", "0000:18:00.0"),
+    ], {"a": "ok", "b": "ok", "c": "ok"})
+    record = compare(BEFORE, after, not_converged=["a"])
+    assert [(f["host"], f["rule"]) for f in record["cleared"]] == [
+        ("a", "workload.gpu_oversubscribed"), ("b", "scheduling.mig_layout_drift"), ("c", "driver.persistence_mode")]
+    why = {(f["host"], f["rule"]): f["why"] for f in record["remaining"]}
+    assert why[("b", "hardware.row_remap")] == "no role fixes this: it needs a person (Reset the GPU.)"
+    assert why[("a", "workload.restart_policy")].startswith("the host was not converged")
+    assert "driver_rollout.yml" in why[("c", "driver.kernel_userspace_mismatch")]
+    assert [f["rule"] for f in record["remaining"]][:2] == ["hardware.row_remap", "driver.kernel_userspace_mismatch"]
+    assert [(f["host"], f["rule"]) for f in record["new"]] == [("c", "workload.memory_near_full")]
+    text = render_summary(record)
+    assert text.startswith("Remediation r1 -> r2: 3 finding(s) cleared, 3 remain, 1 new")
+    assert "Not converged: a" in text
+
+
+def test_a_host_the_second_audit_could_not_read_has_nothing_cleared():
+    after = report("r2", [], {"a": "ok", "b": "unreachable", "c": "ok"})
+    record = compare(BEFORE, after)
+    assert {f["host"] for f in record["cleared"]} == {"a", "c"}
+    assert {(f["host"], f["rule"]) for f in record["remaining"]} == {
+        ("b", "scheduling.mig_layout_drift"), ("b", "hardware.row_remap")}
+    assert record["not_converged"] == ["b"]
