@@ -53,6 +53,9 @@ def test_remediate_clears_what_a_role_can_fix_and_leaves_the_rest_to_a_person(fr
     cleared = {(f["host"], f["rule"]) for f in record["cleared"]}
     assert FIXABLE <= cleared, output[-4000:]
     assert not [f for f in record["remaining"] if f["fix"] in ("gpu_settings", "mig_layout", "restart_policy")]
+    (remap,) = [f for f in record["remaining"] if f["rule"] == "hardware.row_remap"]
+    assert (remap["host"], remap["gpu"], remap["fix"]) == ("fleet-02", "0000:0f:00.0", None)
+    assert remap["why"].startswith("no role fixes this: it needs a person")
     assert record["not_converged"] == [] and record["new"] == []
     assert "Remediation " in output and "finding(s) cleared" in output
     # the MIG hosts now hold the policy's layout, and inference.service has its restart policy
