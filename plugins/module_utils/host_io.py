@@ -98,6 +98,15 @@ class LiveHost:
         return CommandResult(rc, out or "", err or "")
 
 
+def module_host(module, nvidia_smi=None):
+    """The LiveHost of a module; nvidia_smi (a path) stands in for the one found on PATH."""
+    def find_bin(name):
+        if name == "nvidia-smi" and nvidia_smi:
+            return nvidia_smi
+        return module.get_bin_path(name, required=False)
+    return LiveHost(run_command=module.run_command, find_bin=find_bin)
+
+
 class _Watchdog:
     """Kills the command's process when it outlives its timeout."""
 

@@ -880,7 +880,7 @@ from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.gpufleet.core.plugins.module_utils.collector import (
     Collection, CollectionError, validate_fixture)
-from ansible_collections.gpufleet.core.plugins.module_utils.host_io import LiveHost
+from ansible_collections.gpufleet.core.plugins.module_utils.host_io import module_host
 
 try:
     import pynvml
@@ -947,8 +947,7 @@ def main():
             kernel_log_files=params["kernel_log_files"], kernel_log_window_hours=params["kernel_log_window_hours"],
             services=params["services"], record=bool(params["record"]), scrub=params["scrub"],
             fixture=fixture, pynvml=pynvml,
-            host=LiveHost(run_command=module.run_command,
-                          find_bin=lambda name: module.get_bin_path(name, required=False)))
+            host=module_host(module))
         facts, recorded = collection.run()
     except CollectionError as exc:
         module.fail_json(msg=to_native(exc))

@@ -112,7 +112,7 @@ msg:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
-from ansible_collections.gpufleet.core.plugins.module_utils.host_io import LiveHost
+from ansible_collections.gpufleet.core.plugins.module_utils.host_io import module_host
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import collect_nvidia_smi
 
 COMPUTE_MODE_ARGS = {"default": "DEFAULT", "exclusive_process": "EXCLUSIVE_PROCESS", "prohibited": "PROHIBITED"}
@@ -244,8 +244,7 @@ def main():
     if not module.params["nvidia_smi"]:
         module.params["nvidia_smi"] = module.get_bin_path("nvidia-smi", required=True)
     nvidia_smi = module.params["nvidia_smi"]
-    host = LiveHost(run_command=module.run_command,
-                    find_bin=lambda name: nvidia_smi if name == "nvidia-smi" else module.get_bin_path(name))
+    host = module_host(module, nvidia_smi)
     done = []
     try:
         result = run_module(module, host, done)

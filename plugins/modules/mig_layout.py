@@ -189,7 +189,7 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
-from ansible_collections.gpufleet.core.plugins.module_utils.host_io import LiveHost
+from ansible_collections.gpufleet.core.plugins.module_utils.host_io import module_host
 from ansible_collections.gpufleet.core.plugins.module_utils.mig_plan import (
     NEW_GI, MigConfigError, actual_layout, canonical_profile_name, feasibility_reasons, gpu_plan, instance_steps,
     layout_matches, parse_profile, step_command)
@@ -505,8 +505,7 @@ def main():
     if not module.params["nvidia_smi"]:
         module.params["nvidia_smi"] = module.get_bin_path("nvidia-smi", required=True)
     nvidia_smi = module.params["nvidia_smi"]
-    host = LiveHost(run_command=module.run_command,
-                    find_bin=lambda name: nvidia_smi if name == "nvidia-smi" else module.get_bin_path(name))
+    host = module_host(module, nvidia_smi)
     runner = Runner(host, nvidia_smi, module.params["timeout"])
     try:
         result = run_module(module, host, runner)

@@ -179,3 +179,17 @@ def fleet():
 def fleet_inventory(fleet):
     """Path of the fleet's inventory, for tests that build their own command lines."""
     return fleet.inventory
+
+
+def scenario_host(fleet, unit):
+    """The first host whose scenario installs the unit."""
+    hosts = fleet_module.load_scenario(fleet.scenario).get("hosts", {})
+    found = [name for name in fleet.hosts if unit in (hosts.get(name) or {}).get("units", [])]
+    assert found, "scenario %s has no host with %s" % (fleet.scenario, unit)
+    return found[0]
+
+
+def unit_properties(fleet, host, unit, *names):
+    """{property: value} of `systemctl show` for a unit on a host."""
+    shown = fleet.ssh(host, "systemctl show --property=%s -- %s" % (",".join(names), unit), check=True).stdout
+    return dict(line.split("=", 1) for line in shown.splitlines() if "=" in line)

@@ -11,7 +11,7 @@ import types
 
 import pytest
 
-import fleet as fleet_module
+from conftest import scenario_host, unit_properties
 
 UNIT = "inference.service"
 DROPIN = "/etc/systemd/system/inference.service.d/50-gpufleet-restart.conf"
@@ -40,19 +40,6 @@ PLAYBOOK = """\
   roles:
     - gpufleet.core.restart_policy
 """
-
-
-def scenario_host(fleet, unit):
-    """The first host whose scenario installs the unit."""
-    hosts = fleet_module.load_scenario(fleet.scenario).get("hosts", {})
-    found = [name for name in fleet.hosts if unit in (hosts.get(name) or {}).get("units", [])]
-    assert found, "scenario %s has no host with %s" % (fleet.scenario, unit)
-    return found[0]
-
-
-def unit_properties(fleet, host, unit, *names):
-    shown = fleet.ssh(host, "systemctl show --property=%s -- %s" % (",".join(names), unit), check=True).stdout
-    return dict(line.split("=", 1) for line in shown.splitlines() if "=" in line)
 
 
 def wait_until_active(fleet, host, unit, other_than_pid=None):

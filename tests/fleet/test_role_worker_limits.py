@@ -10,12 +10,12 @@ import types
 
 import pytest
 
-import fleet as fleet_module
+from conftest import scenario_host, unit_properties
 
 UNIT = "inference.service"
 DROPIN = "/etc/systemd/system/inference.service.d/50-gpufleet-workers.conf"
-# The scenario's inference.service runs out of memory at its twelfth 7000 MiB worker and exits; with
-# 6000 MiB each, all 12 fit on the 80 GB GPU and run, oversubscribed, as on a real host before the OOM.
+# 6000 MiB per worker (what the scenario's unit sets too) keeps all 12 workers on the 80 GB GPU running,
+# oversubscribed, as on a real host before the OOM, whatever the unit's own default becomes.
 DRIFT = "/etc/systemd/system/inference.service.d/10-fleet-test-oversubscribed.conf"
 DRIFT_TEXT = "[Service]\nEnvironment=MEM_PER_WORKER_MIB=6000\n"
 EXPECTED_DROPIN = (
@@ -34,19 +34,6 @@ PLAYBOOK = """\
   roles:
     - gpufleet.core.worker_limits
 """
-
-
-def scenario_host(fleet, unit):
-    """The first host whose scenario installs the unit."""
-    hosts = fleet_module.load_scenario(fleet.scenario).get("hosts", {})
-    found = [name for name in fleet.hosts if unit in (hosts.get(name) or {}).get("units", [])]
-    assert found, "scenario %s has no host with %s" % (fleet.scenario, unit)
-    return found[0]
-
-
-def unit_properties(fleet, host, unit, *names):
-    shown = fleet.ssh(host, "systemctl show --property=%s -- %s" % (",".join(names), unit), check=True).stdout
-    return dict(line.split("=", 1) for line in shown.splitlines() if "=" in line)
 
 
 def wait_for_workers(fleet, host, unit, count):
