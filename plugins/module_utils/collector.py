@@ -298,6 +298,10 @@ def settle_driver_mismatch(facts):
         driver["mismatch"] = True
         driver["mismatch_reason"] = "kernel module %s, userspace library %s" % (kernel, userspace)
         return
+    if facts["source"] in ("nvml", "nvidia_smi"):
+        # NVML and nvidia-smi refuse to start during a mismatch: one that answered means it is over,
+        # and an 'API mismatch' still in the kernel log is history
+        return
     for event in facts["kernel_events"]:
         if event["kind"] != "api_mismatch":
             continue

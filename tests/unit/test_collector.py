@@ -132,3 +132,13 @@ def test_simulated_node_through_the_whole_collection_is_schema_valid():
     def identity_free(gpus):
         return [dict(gpu, uuid=None, serial=None) for gpu in gpus]
     assert identity_free(replayed["gpus"]) == identity_free(facts["gpus"])
+
+
+def test_an_answering_backend_means_an_old_api_mismatch_in_the_log_is_over():
+    facts = _facts(None, "550.127.05", events=[("550.127.05", "550.90.07")])
+    facts["source"] = "nvidia_smi"
+    collector.settle_driver_mismatch(facts)
+    assert facts["driver"]["mismatch"] is False
+    facts["source"] = "none"
+    collector.settle_driver_mismatch(facts)
+    assert facts["driver"]["mismatch"] is True
