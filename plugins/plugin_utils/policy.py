@@ -69,7 +69,19 @@ CUSTOM_RULE_DEFAULTS = {
 CUSTOM_RULE_REQUIRED = ("layer", "expression", "summary", "action")
 
 DEFAULT_POLICY = {
-    "driver": {"pin": None, "branch": None, "allow_skew": False},
+    "driver": {
+        "pin": None,
+        "branch": None,
+        "allow_skew": False,
+        "package": None,
+        "rollout": {
+            "batches": [1, "10%", "100%"],
+            "max_fail_percentage": 0,
+            "reboot": True,
+            "force": False,
+            "drain": {"method": "none", "command": None, "undrain_command": None, "delegate_to": None},
+        },
+    },
     "cuda": {"toolkits_required": []},
     "gpus": {"expected_count": None},
     "thresholds": {
@@ -280,6 +292,8 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ARGUMENT = re.compile(r"^--?[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _RULE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _PERCENT = re.compile(r"^(\d{1,3})%$")
+_PACKAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+._-]*$")
+DRAIN_METHODS = ("none", "slurm", "kubernetes", "command")
 
 
 def _is_int(value):
@@ -522,6 +536,17 @@ def batch_size():
     return check
 
 
+def batch_list():
+    """serial-style batches: a non-empty list of batch sizes (numbers or percentages); the last repeats."""
+    item = batch_size()
+
+    def check(value, path, problems):
+        if isinstance(value, list) and value:
+            return [item(entry, tuple(path) + (index,), problems) for index, entry in enumerate(value)]
+        return _fail(problems, path, "a non-empty list of batch sizes such as [1, '10%', '100%']", value)
+    return check
+
+
 def jmespath_expression():
     def check(value, path, problems):
         if not (isinstance(value, str) and value.strip()):
@@ -587,6 +612,19 @@ POLICY_SCHEMA = section({
         "pin": text(_DRIVER_VERSION, "a driver version such as '550.90.07'", nullable=True, hint_float="'550.90'"),
         "branch": driver_branch(),
         "allow_skew": boolean(),
+        "package": text(_PACKAGE_NAME, "a package name such as 'nvidia-driver'", nullable=True),
+        "rollout": section({
+            "batches": batch_list(),
+            "max_fail_percentage": number(0, 100),
+            "reboot": boolean(),
+            "force": boolean(),
+            "drain": section({
+                "method": choice(DRAIN_METHODS),
+                "command": non_empty_text(nullable=True),
+                "undrain_command": non_empty_text(nullable=True),
+                "delegate_to": non_empty_text(nullable=True),
+            }),
+        }),
     }),
     "cuda": section({
         "toolkits_required": list_of(text(_CUDA_VERSION, "a CUDA version such as '12.4'", hint_float="'12.4'")),
@@ -643,6 +681,21 @@ def _check_driver(policy, problems):
     pin, branch = policy["driver"]["pin"], policy["driver"]["branch"]
     if pin and branch and pin.split(".")[0] != branch:
         problems.append(Problem(("driver", "pin"), "%r is not on driver.branch %r" % (pin, branch)))
+    _check_drain(policy["driver"]["rollout"]["drain"], problems)
+
+
+def _check_drain(drain, problems):
+    path = ("driver", "rollout", "drain")
+    if drain["method"] == "command" and drain["command"] is None:
+        problems.append(Problem(path + ("command",), "is required with method 'command'"))
+    if drain["method"] == "kubernetes" and drain["delegate_to"] is None:
+        problems.append(Problem(path + ("delegate_to",), "is required with method 'kubernetes': the host "
+                                                         "that runs kubectl"))
+    if drain["method"] != "command":
+        for key in ("command", "undrain_command"):
+            if drain[key] is not None:
+                problems.append(Problem(path + (key,), "is only used with method 'command', not %r"
+                                        % drain["method"]))
 
 
 def _check_mig(policy, problems):

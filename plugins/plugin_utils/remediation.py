@@ -15,6 +15,9 @@ REMEDIATION_VERSION = "1.0"
 # Roles remediate.yml applies, in this order: GPU modes and MIG layout first (they may restart GPU
 # services), then the services' worker limits and restart policies.
 REMEDIATION_ROLES = ("gpu_settings", "mig_layout", "worker_limits", "restart_policy")
+# Findings remediate.yml repairs with a role it otherwise leaves to driver_rollout.yml: a kernel module
+# and userspace library that differ get the driver role's verified reboot or module reload.
+REPAIRED_RULES = {"driver.kernel_userspace_mismatch": "driver"}
 
 
 def finding_key(finding):
@@ -27,12 +30,14 @@ def load_report(run_dir):
 
 
 def fixes_by_host(report, roles=REMEDIATION_ROLES):
-    """{host: [roles]} for the findings of a report that a remediation role can fix."""
+    """{host: [roles]} for the findings of a report that remediate.yml can fix, repairs first."""
+    order = tuple(sorted(set(REPAIRED_RULES.values()))) + tuple(roles)
     wanted = {}
     for finding in report["findings"]:
-        if finding.get("fix") in roles:
-            wanted.setdefault(finding["host"], set()).add(finding["fix"])
-    return {host: [role for role in roles if role in found] for host, found in wanted.items()}
+        role = REPAIRED_RULES.get(finding["rule"]) or (finding.get("fix") if finding.get("fix") in roles else None)
+        if role:
+            wanted.setdefault(finding["host"], set()).add(role)
+    return {host: [role for role in order if role in found] for host, found in wanted.items()}
 
 
 def _brief(finding):
@@ -55,7 +60,7 @@ def compare(before, after, not_converged=()):
         entry = _brief(after_keys.get(key) or before_keys[key])
         if entry["host"] in not_converged:
             entry["why"] = "the host was not converged (its remediation failed or it was unreachable)"
-        elif entry["fix"] in REMEDIATION_ROLES:
+        elif entry["fix"] in REMEDIATION_ROLES or entry["rule"] in REPAIRED_RULES:
             entry["why"] = "the %s role ran but the finding remains: see the run's output" % entry["fix"]
         elif entry["fix"]:
             entry["why"] = "fixed by the %s role, which remediate.yml does not run (use driver_rollout.yml)" % entry["fix"]

@@ -45,9 +45,11 @@ def nvidia_absent(ctx):
       "Kernel module and userspace library versions differ", fix="driver")
 def kernel_userspace_mismatch(ctx):
     driver = ctx.facts.get("driver") or {}
-    events = [event for event in ctx.facts.get("kernel_events") or () if event.get("kind") == "api_mismatch"]
-    if not driver.get("mismatch") and not events:
+    # the collector settles driver.mismatch from NVML, nvidia-smi, the versions and the kernel log (an
+    # 'API mismatch' line stays in the log after a reboot fixed it); the events are only evidence here
+    if not driver.get("mismatch"):
         return ()
+    events = [event for event in ctx.facts.get("kernel_events") or () if event.get("kind") == "api_mismatch"]
     kernel = driver.get("kernel_module_version") or next(
         (event.get("kernel_module_version") for event in events if event.get("kernel_module_version")), None)
     library = driver.get("userspace_version") or next(

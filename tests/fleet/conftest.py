@@ -108,8 +108,13 @@ class Fleet:
 
     def recreate(self):
         """Every host rebuilt fresh from the scenario (a few seconds), for a test that needs the start state."""
+        self.use_scenario(self.scenario)
+
+    def use_scenario(self, name):
+        """Every host rebuilt fresh from another scenario (tests/fleet/scenarios/<name>.json)."""
         with fleet_module.fleet_lock():
-            fleet_module.up(len(self.hosts), self.scenario, fresh=True)
+            fleet_module.up(len(self.hosts), name, fresh=True)
+        self.scenario = name
 
     def port(self, host):
         return fleet_module.Host.named(host).port

@@ -4,7 +4,8 @@
     fleet.py down                                         stop every host, remove their overlays
     fleet.py status                                       one line per host; exit 0 only when all answer
     fleet.py inventory                                    print the inventory path
-    fleet.py build                                        install the tools and build the root filesystem
+    fleet.py build                                        install the tools, build the root filesystem and
+                                                          the driver package repository
 
 Runs as root. This file needs only the standard library; the simulator's state builder it imports
 (sim/state.py) reads the collection's knowledge with PyYAML, so run it with the project's virtualenv
@@ -42,13 +43,16 @@ WORK = Path(os.environ.get("FLEET_WORK", FLEET_DIR / "work")).resolve()
 ROOTFS = WORK / "rootfs"
 ROOTFS_STAMP = WORK / "rootfs.stamp"
 ROOTFS_BUILDING = WORK / "rootfs.building"
+# The local apt repository of stub driver packages (driver_repo.py), copied into every host.
+DRIVER_REPO = WORK / "driver-repo"
 HOSTS_DIR = WORK / "hosts"
 KEY = WORK / "id_ed25519"
 INVENTORY = WORK / "inventory.yml"
 FLEET_STATE = WORK / "fleet.json"
 
 SUITE = "bookworm"
-PACKAGES = ["systemd", "systemd-sysv", "dbus", "python3", "openssh-server", "iproute2", "procps"]
+# python3-apt: Ansible's apt module needs it to install the driver packages (driver_repo.py).
+PACKAGES = ["systemd", "systemd-sysv", "dbus", "python3", "python3-apt", "openssh-server", "iproute2", "procps"]
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 DEFAULT_HOSTS = 4
 DEFAULT_SCENARIO = "default"
@@ -140,6 +144,15 @@ def supervisor_pid(host):
     return owned_pid(host.supervisor_pid_file, str(host.dir))
 
 
+def supervisor_gone(host):
+    """True once the supervisor has exited. Right after it is started, its command line is still the
+    parent's until exec, so an unrecognised pid that is alive counts as starting, not gone."""
+    if supervisor_pid(host) is not None:
+        return False
+    pid = read_pid(host.supervisor_pid_file)
+    return pid is None or not alive(pid)
+
+
 def nspawn_pid(host):
     return owned_pid(host.nspawn_pid_file, str(host.upper))
 
@@ -205,9 +218,9 @@ def require_root():
 
 
 def ensure_tools():
-    """Installs debootstrap, systemd-nspawn and the ssh client with apt-get when one is missing."""
+    """Installs debootstrap, systemd-nspawn, the ssh client and dpkg-deb with apt-get when one is missing."""
     wanted = {"debootstrap": "debootstrap", "systemd-nspawn": "systemd-container", "ssh": "openssh-client",
-              "ssh-keygen": "openssh-client"}
+              "ssh-keygen": "openssh-client", "dpkg-deb": "dpkg"}
     missing = sorted({package for command, package in wanted.items() if shutil.which(command) is None})
     if not missing:
         return
@@ -352,6 +365,16 @@ def build_rootfs():
     log("root filesystem ready in %.0f s" % (time.monotonic() - started))
 
 
+def build_driver_repo():
+    """Builds work/driver-repo (driver_repo.py) unless it was built from the current package sources."""
+    repo = driver_repo_module()
+    try:
+        if repo.ensure_repo(DRIVER_REPO):
+            log("driver package repository built in %s" % DRIVER_REPO)
+    except repo.RepoError as error:
+        raise FleetError(str(error))
+
+
 def ensure_key():
     if KEY.exists() and KEY.with_suffix(".pub").exists():
         return
@@ -403,13 +426,19 @@ def install_simulator(upper, host, spec):
 
     Without spec["state"] the host gets no NVIDIA stack at all; spec["units"] are enabled (started at
     boot) and spec["files"] written as they are."""
+    driver_version = None
     if spec.get("state"):
-        simulator_state_module().install(str(upper), build_state(host, spec), enable=tuple(spec.get("units", [])))
+        state = build_state(host, spec)
+        simulator_state_module().install(str(upper), state, enable=tuple(spec.get("units", [])))
+        driver_version = state["driver"]["library_version"]
         # The boot hook applies what a reboot does (pending MIG modes, instances gone, settings reset); the
-        # first boot must show the state as the scenario built it, so the hook is enabled once booted.
+        # first boot must show the state as the scenario built it, so the hook is enabled (and run once, which
+        # counts that boot) once booted.
         write_file(host.enable_after_boot_file, "%s\n" % SIM_BOOT_UNIT)
     elif spec.get("units"):
         raise FleetError("%s: units %s need a simulated NVIDIA stack (a state)" % (host.name, spec["units"]))
+    # The driver package repository as an apt source, and the package of the state's driver installed.
+    driver_repo_module().add_to_host(upper, ROOTFS, DRIVER_REPO, driver_version)
     for path, content in spec.get("files", {}).items():
         write_file(upper / path.lstrip("/"), content if isinstance(content, str) else "\n".join(content) + "\n")
 
@@ -435,6 +464,15 @@ def build_state(host, spec):
 def simulator_state_module():
     """tests/fleet/sim/state.py, imported from its file."""
     spec = importlib.util.spec_from_file_location("gpufleet_sim_state", SIM_DIR / "state.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@functools.lru_cache(maxsize=None)
+def driver_repo_module():
+    """tests/fleet/driver_repo.py, imported from its file."""
+    spec = importlib.util.spec_from_file_location("gpufleet_driver_repo", FLEET_DIR / "driver_repo.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -645,7 +683,7 @@ def wait_until_booted(host, deadline):
     returns the system state."""
     state = None
     while time.monotonic() < deadline:
-        if supervisor_pid(host) is None:
+        if supervisor_gone(host):
             raise FleetError("%s stopped while booting; supervisor:\n%s\nconsole:\n%s"
                              % (host.name, tail(host.supervisor_log, 10), tail(host.console_log, 30)))
         state = system_state(host, wait=True)
@@ -658,12 +696,15 @@ def wait_until_booted(host, deadline):
 
 
 def enable_after_boot(host):
+    """Enables the units meant for later boots and starts them once, for the boot that has just happened:
+    the simulator's boot hook counts this first boot (it keeps the state as written), so the next boot
+    is a reboot to it (the kernel module loads the installed driver, pending MIG modes apply)."""
     if not host.enable_after_boot_file.exists():
         return
     units = host.enable_after_boot_file.read_text().split()
-    result = ssh(host, "systemctl enable --quiet " + " ".join(units))
+    result = ssh(host, "systemctl enable --now --quiet " + " ".join(units))
     if result.returncode != 0:
-        raise FleetError("%s: systemctl enable %s failed: %s" % (host.name, " ".join(units), result.stderr))
+        raise FleetError("%s: systemctl enable --now %s failed: %s" % (host.name, " ".join(units), result.stderr))
     host.enable_after_boot_file.unlink()
 
 
@@ -771,6 +812,7 @@ def up(count=DEFAULT_HOSTS, scenario_name=DEFAULT_SCENARIO, fresh=False):
         stop_hosts(extra)
     ensure_tools()
     build_rootfs()
+    build_driver_repo()
     ensure_key()
     HOSTS_DIR.mkdir(parents=True, exist_ok=True)
     FLEET_STATE.write_text(json.dumps({"scenario": scenario["name"], "hosts": [h.name for h in hosts]}) + "\n")
@@ -904,7 +946,7 @@ def main(argv=None):
     commands.add_parser("down", help="stop every host and remove their overlays")
     commands.add_parser("status", help="one line per host; exit status 0 only when every host answers")
     commands.add_parser("inventory", help="print the inventory path")
-    commands.add_parser("build", help="install the tools and build the root filesystem")
+    commands.add_parser("build", help="install the tools, build the root filesystem and the driver repository")
     supervise_parser = commands.add_parser("_supervise")
     supervise_parser.add_argument("host_dir")
     args = parser.parse_args(argv)
@@ -928,6 +970,7 @@ def main(argv=None):
             with fleet_lock():
                 ensure_tools()
                 build_rootfs()
+                build_driver_repo()
                 ensure_key()
         elif args.command == "_supervise":
             supervise(args.host_dir)

@@ -90,7 +90,9 @@ def test_merge_keeps_defaults_beside_what_is_set_and_never_changes_the_input():
     assert policy == before
     assert effective["thresholds"]["memory_used_pct"] == 80
     assert effective["thresholds"]["temperature_margin_c"] == 5
-    assert effective["driver"] == {"pin": "550.90.07", "branch": None, "allow_skew": False}
+    assert {key: effective["driver"][key] for key in ("pin", "branch", "allow_skew")} == {
+        "pin": "550.90.07", "branch": None, "allow_skew": False}
+    assert effective["driver"]["rollout"] == DEFAULT_POLICY["driver"]["rollout"]
     effective["thresholds"]["memory_used_pct"] = 1
     assert DEFAULT_POLICY["thresholds"]["memory_used_pct"] == 92
 

@@ -18,12 +18,13 @@ BEFORE = report("r1", [
     finding("b", "hardware.row_remap", None, "0000:07:00.0", "critical", "Reset the GPU."),
     finding("c", "driver.persistence_mode", "gpu_settings"),
     finding("c", "driver.kernel_userspace_mismatch", "driver", severity="critical"),
+    finding("c", "driver.pin_drift", "driver"),
 ], {"a": "ok", "b": "ok", "c": "ok"})
 
 
 def test_fixes_by_host_lists_the_roles_in_remediation_order():
     assert fixes_by_host(BEFORE) == {"a": ["worker_limits", "restart_policy"], "b": ["mig_layout"],
-                                     "c": ["gpu_settings"]}
+                                     "c": ["driver", "gpu_settings"]}
 
 
 def test_cleared_remaining_and_why():
@@ -31,6 +32,7 @@ def test_cleared_remaining_and_why():
         finding("b", "hardware.row_remap", None, "0000:07:00.0", "critical", "Reset the GPU."),
         finding("a", "workload.restart_policy", "restart_policy"),
         finding("c", "driver.kernel_userspace_mismatch", "driver", severity="critical"),
+        finding("c", "driver.pin_drift", "driver"),
         finding("c", "workload.memory_near_full", "worker_limits", "0000:18:00.0"),
     ], {"a": "ok", "b": "ok", "c": "ok"})
     record = compare(BEFORE, after, not_converged=["a"])
@@ -39,11 +41,12 @@ def test_cleared_remaining_and_why():
     why = {(f["host"], f["rule"]): f["why"] for f in record["remaining"]}
     assert why[("b", "hardware.row_remap")] == "no role fixes this: it needs a person (Reset the GPU.)"
     assert why[("a", "workload.restart_policy")].startswith("the host was not converged")
-    assert "driver_rollout.yml" in why[("c", "driver.kernel_userspace_mismatch")]
+    assert why[("c", "driver.kernel_userspace_mismatch")].startswith("the driver role ran")
+    assert "driver_rollout.yml" in why[("c", "driver.pin_drift")]
     assert [f["rule"] for f in record["remaining"]][:2] == ["hardware.row_remap", "driver.kernel_userspace_mismatch"]
     assert [(f["host"], f["rule"]) for f in record["new"]] == [("c", "workload.memory_near_full")]
     text = render_summary(record)
-    assert text.startswith("Remediation r1 -> r2: 3 finding(s) cleared, 3 remain, 1 new")
+    assert text.startswith("Remediation r1 -> r2: 3 finding(s) cleared, 4 remain, 1 new")
     assert "Not converged: a" in text
 
 

@@ -32,6 +32,15 @@ def test_matching_driver_is_quiet():
     assert findings_of(healthy_node(), "driver.kernel_userspace_mismatch") == []
 
 
+def test_an_old_api_mismatch_in_the_log_is_quiet_once_the_collector_settled_it():
+    """After the reboot that fixed it, the log still holds the message; nvidia-smi answers again."""
+    facts = mismatched_node()
+    facts.update(source="nvidia_smi", nvidia_present=True)
+    facts["driver"].update(kernel_module_version=None, userspace_version="550.90.07", mismatch=False,
+                           mismatch_reason=None)
+    assert findings_of(facts, "driver.kernel_userspace_mismatch") == []
+
+
 def test_no_nvidia_stack_where_the_policy_expects_gpus():
     facts = new_facts()
     facts.update(source="none", collected_at="2026-11-30T06:00:00Z", gather_subset=["driver", "gpus"])

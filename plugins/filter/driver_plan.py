@@ -1,0 +1,129 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+name: driver_plan
+short_description: The controller-side decisions of a driver rollout
+version_added: 1.0.0
+description:
+  - Used by the C(driver) role and C(driver_rollout.yml); the logic is in C(plugin_utils/driver_plan.py).
+  - The input is a mapping whose keys depend on O(step).
+  - V(host) - what one host needs. Keys C(mode) (rollout, rollback, repair), C(policy) (the effective policy),
+    C(facts) (gpu_facts), C(record) (the host's C(/var/lib/gpufleet/driver.json) or an empty mapping),
+    C(installed) (installed package version or null), C(force). Returns C(action) (none, install, restart),
+    C(target), C(installed), C(loaded), C(mismatch), C(refused) (reasons the compatibility data gives against
+    the version), C(error), C(expected_gpu_count), C(gpu_names).
+  - V(verify) - problems after the change (an empty list when verified). Keys C(host), C(facts), C(policy),
+    C(version), C(gpu_count).
+  - V(record) - the host's new record. Keys C(record), C(plan), C(facts), C(now).
+  - V(settings) - C(batches) and C(max_fail_percentage) shared by C(policies) (a mapping of host to policy);
+    fails when they differ.
+  - V(batch_exceeds) - whether the failed share of one batch is above C(max_fail_percentage); the batch is
+    C(statuses), or C(hosts) whose C(gpufleet_driver_outcome) is read from C(hostvars).
+  - V(report) - the rollout report from C(mode), C(planned), C(outcomes) (or C(hostvars) to read each
+    host's C(gpufleet_driver_outcome) from), C(settings), C(started_at), C(finished_at), C(check_mode).
+  - V(summary) - lines for the screen from C(report) and C(path).
+options:
+  _input:
+    description: The inputs of the step.
+    type: dict
+    required: true
+  step:
+    description: Which decision.
+    type: str
+    required: true
+    choices: [host, verify, record, settings, batch_exceeds, report, summary]
+"""
+
+EXAMPLES = r"""
+- name: Decide what this host needs
+  ansible.builtin.set_fact:
+    driver_host_plan: >-
+      {{ {'mode': 'rollout', 'policy': ansible_facts.gpufleet_effective_policy, 'facts': ansible_facts.gpufleet,
+          'record': {}, 'installed': '550.90.07-1', 'force': false} | gpufleet.core.driver_plan('host') }}
+"""
+
+RETURN = r"""
+_value:
+  description: Depends on O(step) (see the description).
+  type: raw
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpufleet.core.plugins.plugin_utils import driver_plan as plan
+
+
+def _knowledge(policy):
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import knowledge_loader
+    return knowledge_loader()(policy)
+
+
+def _host(data):
+    return plan.plan_host(data["mode"], data["policy"], data.get("facts") or {}, data.get("record") or {},
+                          data.get("installed"), _knowledge(data["policy"]), bool(data.get("force")))
+
+
+def _verify(data):
+    return plan.verify_driver(data["host"], data.get("facts") or {}, data["policy"], data.get("version"),
+                              data.get("gpu_count"), _knowledge(data["policy"]))
+
+
+def _record(data):
+    return plan.updated_record(data.get("record") or {}, data["plan"], data.get("facts") or {}, data["now"])
+
+
+def _settings(data):
+    return plan.rollout_settings(data["policies"])
+
+
+def _outcomes(data, hosts):
+    """{host: outcome}: given as C(outcomes), or read as C(gpufleet_driver_outcome) from C(hostvars)."""
+    if "outcomes" in data:
+        return data["outcomes"] or {}
+    hostvars = data["hostvars"]
+    return {host: hostvars[host].get("gpufleet_driver_outcome") for host in hosts if host in hostvars}
+
+
+def _batch_exceeds(data):
+    if "statuses" in data:
+        statuses = data["statuses"]
+    else:
+        outcomes = _outcomes(data, data["hosts"])
+        statuses = [(outcomes.get(host) or {}).get("status", "skipped") for host in data["hosts"]]
+    return plan.batch_exceeds(statuses, data["max_fail_percentage"])
+
+
+def _report(data):
+    return plan.rollout_report(data["mode"], data["planned"], _outcomes(data, data["planned"]), data["settings"],
+                               data.get("started_at"), data.get("finished_at"), data.get("check_mode", False))
+
+
+def _summary(data):
+    return plan.report_summary(data["report"], data.get("path"))
+
+
+STEPS = {"host": _host, "verify": _verify, "record": _record, "settings": _settings,
+         "batch_exceeds": _batch_exceeds, "report": _report, "summary": _summary}
+
+
+def driver_plan(data, step):
+    if step not in STEPS:
+        raise AnsibleFilterError("driver_plan: step must be one of %s, got %r" % (", ".join(STEPS), step))
+    if not isinstance(data, dict):
+        raise AnsibleFilterError("driver_plan(%s) expects a mapping, got %s" % (step, type(data).__name__))
+    try:
+        return STEPS[step](data)
+    except KeyError as error:
+        raise AnsibleFilterError("driver_plan(%s): missing input %s" % (step, error))
+    except ValueError as error:
+        raise AnsibleFilterError("driver_plan(%s): %s" % (step, error))
+
+
+class FilterModule:
+    def filters(self):
+        return {"driver_plan": driver_plan}
