@@ -107,6 +107,15 @@ def module_host(module, nvidia_smi=None):
     return LiveHost(run_command=module.run_command, find_bin=find_bin)
 
 
+def nvidia_smi_module_host(module):
+    """(nvidia-smi path, LiveHost) of a module with the options nvidia_smi and timeout; fails the module
+    on a timeout that is not positive and when no nvidia-smi is found."""
+    if module.params["timeout"] <= 0:
+        module.fail_json(msg="timeout must be a positive number of seconds, not %s" % module.params["timeout"])
+    nvidia_smi = module.params["nvidia_smi"] or module.get_bin_path("nvidia-smi", required=True)
+    return nvidia_smi, module_host(module, nvidia_smi)
+
+
 class _Watchdog:
     """Kills the command's process when it outlives its timeout."""
 

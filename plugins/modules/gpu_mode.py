@@ -112,7 +112,7 @@ msg:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
-from ansible_collections.gpufleet.core.plugins.module_utils.host_io import module_host
+from ansible_collections.gpufleet.core.plugins.module_utils.host_io import nvidia_smi_module_host
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import collect_nvidia_smi
 
 COMPUTE_MODE_ARGS = {"default": "DEFAULT", "exclusive_process": "EXCLUSIVE_PROCESS", "prohibited": "PROHIBITED"}
@@ -187,8 +187,8 @@ def planned(gpu, persistence_mode, compute_mode):
     return after
 
 
-def run_command(host, nvidia_smi, args, timeout):
-    result = host.run([nvidia_smi] + args, timeout)
+def run_command(host, args, timeout):
+    result = host.run([host.find_bin("nvidia-smi")] + args, timeout)
     if result.rc != 0:
         raise GpuModeError("nvidia-smi %s failed: %s" % (" ".join(args), result.describe_failure()))
 
@@ -216,7 +216,7 @@ def run_module(module, host, done):
     else:
         for _index, changes in sorted(plans.items()):
             for _setting, args in changes:
-                run_command(host, params["nvidia_smi"], args, params["timeout"])
+                run_command(host, args, params["timeout"])
                 done.append("nvidia-smi " + " ".join(args))
         now = read_gpus(host, params["timeout"]) if plans else gpus
         after = dict((index, modes(now[index])) for index in indexes)
@@ -239,12 +239,7 @@ def stringify(by_index):
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    if module.params["timeout"] <= 0:
-        module.fail_json(msg="timeout must be a positive number of seconds, not %s" % module.params["timeout"])
-    if not module.params["nvidia_smi"]:
-        module.params["nvidia_smi"] = module.get_bin_path("nvidia-smi", required=True)
-    nvidia_smi = module.params["nvidia_smi"]
-    host = module_host(module, nvidia_smi)
+    host = nvidia_smi_module_host(module)[1]
     done = []
     try:
         result = run_module(module, host, done)

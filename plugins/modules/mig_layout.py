@@ -189,7 +189,7 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
-from ansible_collections.gpufleet.core.plugins.module_utils.host_io import module_host
+from ansible_collections.gpufleet.core.plugins.module_utils.host_io import nvidia_smi_module_host
 from ansible_collections.gpufleet.core.plugins.module_utils.mig_plan import (
     NEW_GI, MigConfigError, actual_layout, canonical_profile_name, feasibility_reasons, gpu_plan, instance_steps,
     layout_matches, parse_profile, step_command)
@@ -500,12 +500,7 @@ def stringify(layouts):
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    if module.params["timeout"] <= 0:
-        module.fail_json(msg="timeout must be a positive number of seconds, not %s" % module.params["timeout"])
-    if not module.params["nvidia_smi"]:
-        module.params["nvidia_smi"] = module.get_bin_path("nvidia-smi", required=True)
-    nvidia_smi = module.params["nvidia_smi"]
-    host = module_host(module, nvidia_smi)
+    nvidia_smi, host = nvidia_smi_module_host(module)
     runner = Runner(host, nvidia_smi, module.params["timeout"])
     try:
         result = run_module(module, host, runner)
