@@ -26,6 +26,7 @@ import yaml
 from ansible_collections.gpufleet.core.plugins.plugin_utils.bounded_data import (
     FileLimitError, expanded_size_problem, load as load_bounded_yaml, read_bounded_file, yaml_error_text)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import FIX_ROLES, LAYERS, SEVERITIES
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_custom import expression_problem
 
 try:
     import jmespath
@@ -556,6 +557,10 @@ def jmespath_expression():
         if jmespath is None:
             problems.append(Problem(tuple(path), "cannot be checked: the Python package jmespath is missing "
                                                  "on the controller"))
+            return str(value)
+        too_big = expression_problem(str(value))
+        if too_big:
+            problems.append(Problem(tuple(path), "JMESPath expression %s: %s" % (describe_value(str(value)), too_big)))
             return str(value)
         try:
             jmespath.compile(str(value))

@@ -21,7 +21,8 @@ problem (the same rule failing on 500 hosts) in 500 suites.
 Host text (host names, summaries, evidence) goes through text_safety.safe_xml_text: the characters
 XML 1.0 forbids (most C0 controls, U+FFFE, U+FFFF, lone surrogates) and those that would mislead a
 reader (DEL, C1, bidi overrides, zero-width characters) are written as visible escapes such as \\x1b
-or \\u202e, so the document stays valid and the text still shows what the host sent.
+or \\u202e (a carriage return as \\r), so the document stays valid and the text still shows what the
+host sent.
 """
 
 from __future__ import absolute_import, division, print_function

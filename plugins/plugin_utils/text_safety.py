@@ -27,7 +27,7 @@ _UNSAFE_RANGES = (
 )
 UNSAFE = re.compile("[%s]" % _UNSAFE_RANGES)
 # The same without tab and newline, for text that may span lines; and without carriage return too, for
-# formats that encode it themselves (XML writes it as &#13;).
+# JSON text, whose strings hold no raw control (json.dumps escapes them) and whose layout may hold these.
 _UNSAFE_IN_TEXT = re.compile("[%s]" % _UNSAFE_RANGES.replace("\x00-\x1f", "\x00-\x08\x0b-\x1f"))
 _UNSAFE_IN_XML = re.compile("[%s]" % _UNSAFE_RANGES.replace("\x00-\x1f", "\x00-\x08\x0b\x0c\x0e-\x1f"))
 # Characters XML 1.0 cannot carry at all, besides the controls above.
@@ -80,11 +80,9 @@ def safe_text(value, limit=None):
 
 
 def safe_xml_text(value):
-    """Text XML 1.0 can carry and that shows what was sent: controls, format characters and surrogates
-    escaped visibly (never dropped, never U+FFFD); tab, newline and carriage return stay for the XML
-    writer to encode."""
-    text = _UNSAFE_IN_XML.sub(_escape_match, _as_text(value))
-    return _NOT_XML.sub(_escape_match, text)
+    """safe_text that XML 1.0 can carry: also U+FFFE and U+FFFF, which XML forbids, become escapes (never
+    dropped, never U+FFFD). Tab and newline stay for the XML writer to encode."""
+    return _NOT_XML.sub(_escape_match, safe_text(value))
 
 
 def is_safe(value):

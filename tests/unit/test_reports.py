@@ -657,10 +657,11 @@ def report_html_safe(text):
 
 def report_junit_safe(text):
     """What junit.xml carries of the text: every control, format character, surrogate or XML non-character
-    as a visible escape (text_safety.safe_xml_text); tab, newline and carriage return as they are."""
+    as a visible escape (text_safety.safe_xml_text); tab and newline as they are, CRLF as a newline."""
     import unicodedata  # pylint: disable=import-outside-toplevel
     from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import escape_character
-    return "".join(c if c in "\t\n\r" or unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Zl", "Zp")
+    text = text.replace("\r\n", "\n")
+    return "".join(c if c in "\t\n" or unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Zl", "Zp")
                    and c not in "\ufffe\uffff" else escape_character(c) for c in text)
 
 
