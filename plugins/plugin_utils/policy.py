@@ -888,6 +888,8 @@ def _load_var_file(path):
     if cached and cached[0] == stamp:
         return cached[1]
     try:
+        # Not bounded_data's loader: this document is only looked up along a path, never walked, so its
+        # aliases cost nothing here, and a file that a bounded loader refuses must still be found to be named.
         with open(path, encoding="utf-8") as handle:
             document = yaml.safe_load(handle)
     except (OSError, UnicodeDecodeError, yaml.YAMLError):  # a vault file or a broken one: not searchable
