@@ -48,6 +48,7 @@ def hostile_facts():
     facts["gpus"][0]["name"] = "NVIDIA " + ANSI
     facts["gpus"][1]["name"] = BIDI
     facts["gpus"][0]["processes"][0]["name"] = TITLE + "python"
+    facts["gpus"][0]["processes"].append(dict(facts["gpus"][0]["processes"][0], pid=4711, name=BIDI + CR))
     facts["source"] = CR
     facts["driver"].update(mismatch=True, kernel_module_version=NUL, userspace_version=C1)
     return facts
@@ -81,7 +82,7 @@ def test_summary_line_of_a_failed_host_keeps_the_message_on_one_line():
 
 def test_hosts_txt_and_every_report_file_show_escapes_not_controls(tmp_path):
     results = hostile_results()
-    policies = {host: validate_policy({}) for host in results}
+    policies = {host: validate_policy({"workload": {"max_processes_per_gpu": 1}}) for host in results}
     report, paths, lines = run_audit(results, policies, str(tmp_path / "run"), str(tmp_path),
                                      "2026-03-01T12:00:00Z")
     hosts_txt = (tmp_path / "run" / "hosts.txt").read_text(encoding="utf-8")
@@ -96,7 +97,18 @@ def test_hosts_txt_and_every_report_file_show_escapes_not_controls(tmp_path):
         with open(path, encoding="utf-8") as stream:
             assert_printable(stream.read())
     with open(os.path.join(str(tmp_path / "run"), "report.json"), encoding="utf-8") as stream:
-        assert set(json.load(stream)["hosts"]) == set(results)  # the data is exact, only its encoding escapes
+        saved = json.load(stream)
+    assert set(saved["hosts"]) == set(results)  # the data is exact, only its encoding escapes
+    [crowded] = [f for f in saved["findings"] if f["rule"] == "workload.gpu_oversubscribed"]
+    assert crowded["evidence"]["names"] == sorted([TITLE + "python", BIDI + CR])
+    with open(os.path.join(str(tmp_path / "run"), "report.html"), encoding="utf-8") as stream:
+        data = json.loads(embedded_data(stream.read()))
+    assert [row[8]["names"] for row in data["rows"] if row[8] and "names" in row[8]] == [
+        sorted(["\\x1b]0;pwned\\x07python", "gpu-\\u202enimdaok\\rFAILED"])]
+    with open(os.path.join(str(tmp_path / "run"), "junit.xml"), encoding="utf-8") as stream:
+        junit = stream.read()
+    load_junit_schema().validate(junit)
+    assert "GPU 0 (0000:18:00.0, NVIDIA \\x1b[2J\\x1b[31mOK\\x1b[0m) runs 2 processes" in junit  # the GPU name
     terminal = render_terminal(report, paths=paths)
     assert_printable(terminal)
     assert "\\u202e" in terminal
