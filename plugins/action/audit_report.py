@@ -19,6 +19,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.remediation import (
     compare, fixes_by_host, load_report, render_summary)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_terminal import render_terminal
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import write_atomically
+from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_text
 
 
 display = Display()
@@ -80,7 +81,7 @@ class ActionModule(ActionBase):
                                               json.dumps(record, indent=1) + "\n"))
             except (OSError, ValueError, KeyError) as exc:
                 raise AnsibleActionFail("audit_report: cannot compare with %s: %s" % (args["compare_with"], exc))
-            display.display(render_summary(record))
+            display.display(safe_text(render_summary(record)))
             result["remediation"] = {key: len(record[key]) for key in ("cleared", "remaining", "new")}
         if args["compare_with"] and record["not_converged"]:
             result.update(failed=True, msg="not converged: %s (see %s)" % (

@@ -16,6 +16,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.core.plugins.modules.policy_check import ARGUMENT_SPEC
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import FleetPolicies
+from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_line, safe_text
 
 
 FACT_NAME = "gpufleet_effective_policy"
@@ -70,7 +71,7 @@ def search_dirs(variables, playbook_dir):
 def failure_result(fleet, checked):
     return {
         "failed": True,
-        "msg": fleet.failure_message(checked),
+        "msg": safe_text(fleet.failure_message(checked)),  # host names, files and values, shown to people
         "policy_errors": [dict(entry, hosts=sorted(entry["hosts"])) for entry in fleet.errors.values()],
         "failed_hosts": fleet.failed_hosts(),
     }
@@ -90,7 +91,7 @@ class ActionModule(ActionBase):
         hosts = hosts_to_check(args["hosts"], task_vars.get("groups", {}), this_host, args["facts"])
         unknown = [host for host in hosts if host not in hostvars]
         if unknown:
-            raise AnsibleActionFail("policy_check: not in the inventory: %s" % ", ".join(unknown))
+            raise AnsibleActionFail("policy_check: not in the inventory: %s" % safe_line(", ".join(unknown)))
 
         playbook_dir = task_vars.get("playbook_dir")
         fleet = FleetPolicies(lambda host: HostVariables(hostvars, host), task_vars.get("groups", {}),

@@ -1,10 +1,18 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""One line per host for the terminal, from the facts (or the failure) of the collection."""
+"""One line per host for the terminal and hosts.txt, from the facts (or the failure) of the collection.
+
+Host names, messages, versions and GPU names are host-controlled text: each line goes through
+text_safety.safe_line, so no control character or bidi override reaches the terminal or hosts.txt raw.
+"""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
+
+from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_line
+
+MAX_REASON = 200
 
 
 def collection_status(result):
@@ -19,10 +27,15 @@ def collection_status(result):
 
 
 def summary_line(host, result):
+    """One printable line: every unsafe character of the host's text escaped."""
+    return safe_line(_summary_text(host, result))
+
+
+def _summary_text(host, result):
     status = collection_status(result)
     if status != "ok":
         reason = (result or {}).get("msg") or "no result"
-        return "%s: %s - %s" % (host, status.upper(), " ".join(str(reason).split())[:200])
+        return "%s: %s - %s" % (host, status.upper(), safe_line(reason, MAX_REASON))
     facts = result["ansible_facts"]["gpufleet"]
     if not facts.get("nvidia_present"):
         text = "%s: ok - no NVIDIA stack found" % host
@@ -36,7 +49,7 @@ def summary_line(host, result):
         "cuda=%s" % (driver.get("cuda_driver_version") or "?"),
         "gpus=%d" % len(gpus),
     ]
-    names = sorted({gpu["name"] for gpu in gpus if gpu.get("name")})
+    names = sorted({str(gpu["name"]) for gpu in gpus if gpu.get("name")})
     if names:
         parts.append("[%s]" % ", ".join(names))
     if driver.get("mismatch"):

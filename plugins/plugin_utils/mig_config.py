@@ -28,6 +28,9 @@ import re
 
 import yaml
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.bounded_data import (
+    FileLimitError, load_all, read_bounded_file, yaml_error_text)
+
 # Re-exported: controller code imports these from here.
 from ansible_collections.gpufleet.core.plugins.module_utils.mig_plan import (  # pylint: disable=unused-import
     MAX_MIG_DEVICES, PROFILE_GRAMMAR, GpuInstance, MigConfigError, Profile, actual_layout,
@@ -43,6 +46,7 @@ POLICY_WHERE = "gpufleet_policy.mig.config"
 DEVICE_IDS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mig_device_ids.yml")
 
 _DEVICE_ID = re.compile(r"^0[xX][0-9a-fA-F]{1,8}$")
+_VERSION_LIKE = re.compile(r"^v?\d{1,3}(\.\d{1,3}){0,2}$")
 
 
 # ---------------------------------------------------------------- loading and validation
@@ -56,6 +60,11 @@ def load_mig_parted_config(document_or_text, where):
     Returns {"version": "v1", "mig-configs": {name: [{"devices": "all" | [int],
     "device-filter": [str], "mig-enabled": bool, "mig-devices": {canonical profile: count}}]}}.
     Raises MigConfigError naming where, the config and the offending key and value.
+
+    The source may be any file (mig.config_file can point anywhere), so messages quote nothing of it
+    until it shows itself a mig-parted config (a mapping with version or mig-configs): YAML errors give
+    the line and column only, and a mapping without those keys is refused without naming its keys.
+    Quoted values are clipped, and YAML aliases cannot expand past bounded_data's limits.
     """
     document = _parse_document(document_or_text, where)
     document, where = _unwrap_configmap(document, where)
@@ -65,10 +74,11 @@ def load_mig_parted_config(document_or_text, where):
 def load_mig_parted_config_file(path):
     """load_mig_parted_config for a file (a config or a ConfigMap)."""
     try:
-        with open(path, "rb") as handle:
-            text = handle.read()
+        text = read_bounded_file(path)
+    except FileLimitError as error:
+        raise MigConfigError("%s: cannot read the MIG config: %s" % (path, error.reason))
     except (IOError, OSError) as error:
-        raise MigConfigError("%s: cannot read the MIG config: %s" % (path, error))
+        raise MigConfigError("%s: cannot read the MIG config: %s" % (path, error.strerror or error))
     return load_mig_parted_config(text, path)
 
 
@@ -81,9 +91,9 @@ def _parse_document(document_or_text, where):
         raise MigConfigError("%s: expected a mig-parted config (YAML text or a mapping), got %s"
                              % (where, type(document_or_text).__name__))
     try:
-        documents = [doc for doc in yaml.safe_load_all(document_or_text) if doc is not None]
+        documents = [doc for doc in load_all(document_or_text) if doc is not None]
     except yaml.YAMLError as error:
-        raise MigConfigError("%s: not valid YAML: %s" % (where, " ".join(str(error).split())))
+        raise MigConfigError("%s: not valid YAML: %s" % (where, yaml_error_text(error)))
     if len(documents) != 1:
         raise MigConfigError("%s: expected one YAML document with the mig-parted config, found %d"
                              % (where, len(documents)))
@@ -105,50 +115,55 @@ def _unwrap_configmap(document, where):
     elif len(data) == 1:
         key = list(data)[0]
     else:
-        raise MigConfigError("%s: ConfigMap data has no %s (keys: %s)" % (where, CONFIGMAP_KEY, ", ".join(sorted(data))))
+        raise MigConfigError("%s: ConfigMap data has no %s (keys: %s)"
+                             % (where, CONFIGMAP_KEY, ", ".join(_brief_names(data))))
     inner_where = "%s data.%s" % (where, key)
     return _parse_document(data[key], inner_where), inner_where
 
 
 def _validated_spec(document, where):
+    if not any(key in document for key in TOP_LEVEL_KEYS):
+        raise MigConfigError("%s: not a mig-parted config: the mapping has neither version nor mig-configs "
+                             "(its %d keys are not shown: the file may be anything)" % (where, len(document)))
     unknown = [key for key in document if key not in TOP_LEVEL_KEYS]
     if unknown:
-        raise MigConfigError("%s: unexpected field %r (allowed: %s)" % (where, unknown[0], ", ".join(TOP_LEVEL_KEYS)))
+        raise MigConfigError("%s: unexpected field %s (allowed: %s)"
+                             % (where, _brief(unknown[0]), ", ".join(TOP_LEVEL_KEYS)))
     if "version" not in document:
         raise MigConfigError("%s: missing version (must be %s)" % (where, CONFIG_VERSION))
     if document["version"] != CONFIG_VERSION:
-        raise MigConfigError("%s: unknown version %r (must be %s)" % (where, document["version"], CONFIG_VERSION))
+        raise MigConfigError("%s: unknown version%s (must be %s)" % (where, _version_shown(document["version"]), CONFIG_VERSION))
     configs = document.get("mig-configs")
     if not isinstance(configs, dict) or not configs:
-        raise MigConfigError("%s: mig-configs must be a mapping of config names to lists of entries, got %r"
-                             % (where, configs))
+        raise MigConfigError("%s: mig-configs must be a mapping of config names to lists of entries, got %s"
+                             % (where, _brief(configs)))
     validated = {}
     for name, entries in configs.items():
         if not isinstance(name, str):
-            raise MigConfigError("%s: mig-configs: config name %r must be a string" % (where, name))
+            raise MigConfigError("%s: mig-configs: config name %s must be a string" % (where, _brief(name)))
         validated[name] = _validated_entries(entries, "%s: mig-configs.%s" % (where, name))
     return {"version": CONFIG_VERSION, "mig-configs": validated}
 
 
 def _validated_entries(entries, path):
     if not isinstance(entries, list) or not entries:
-        raise MigConfigError("%s: must be a list of at least one entry (devices, mig-enabled, ...), got %r"
-                             % (path, entries))
+        raise MigConfigError("%s: must be a list of at least one entry (devices, mig-enabled, ...), got %s"
+                             % (path, _brief(entries)))
     return [_validated_entry(entry, "%s[%d]" % (path, position)) for position, entry in enumerate(entries)]
 
 
 def _validated_entry(entry, path):
     if not isinstance(entry, dict):
-        raise MigConfigError("%s: must be a mapping with devices and mig-enabled, got %r" % (path, entry))
+        raise MigConfigError("%s: must be a mapping with devices and mig-enabled, got %s" % (path, _brief(entry)))
     unknown = [key for key in entry if key not in ENTRY_KEYS]
     if unknown:
-        raise MigConfigError("%s: unexpected field %r (allowed: %s)" % (path, unknown[0], ", ".join(ENTRY_KEYS)))
+        raise MigConfigError("%s: unexpected field %s (allowed: %s)" % (path, _brief(unknown[0]), ", ".join(ENTRY_KEYS)))
     for required in ("devices", "mig-enabled"):
         if required not in entry:
             raise MigConfigError("%s: missing required field %s" % (path, required))
     enabled = entry["mig-enabled"]
     if not isinstance(enabled, bool):
-        raise MigConfigError("%s.mig-enabled: must be true or false, got %r" % (path, enabled))
+        raise MigConfigError("%s.mig-enabled: must be true or false, got %s" % (path, _brief(enabled)))
     devices = _validated_mig_devices(entry.get("mig-devices"), "%s.mig-devices" % path)
     if enabled and entry.get("mig-devices") is None:
         raise MigConfigError("%s: missing required field mig-devices when mig-enabled is true ({} enables MIG "
@@ -169,7 +184,7 @@ def _validated_devices(devices, path):
         return "all"
     if isinstance(devices, list) and all(_is_count(index) for index in devices):
         return list(devices)
-    raise MigConfigError("%s: must be \"all\" or a list of GPU indexes (integers >= 0), got %r" % (path, devices))
+    raise MigConfigError("%s: must be \"all\" or a list of GPU indexes (integers >= 0), got %s" % (path, _brief(devices)))
 
 
 def _validated_device_filter(device_filter, path):
@@ -178,15 +193,15 @@ def _validated_device_filter(device_filter, path):
         return []
     values = [device_filter] if isinstance(device_filter, str) else device_filter
     if not isinstance(values, list) or not all(isinstance(value, str) for value in values):
-        raise MigConfigError("%s: must be a PCI id string or a list of them, got %r" % (path, device_filter))
+        raise MigConfigError("%s: must be a PCI id string or a list of them, got %s" % (path, _brief(device_filter)))
     return [_normalised_device_id(value, path) for value in values]
 
 
 def _normalised_device_id(value, path):
     parts = value.split(":")
     if len(parts) > 2 or not all(_DEVICE_ID.match(part) for part in parts):
-        raise MigConfigError("%s: %r is not a PCI id: expected <device><vendor> as hex, e.g. 0x20B010DE, "
-                             "optionally :<subsystem device><subsystem vendor>" % (path, value))
+        raise MigConfigError("%s: %s is not a PCI id: expected <device><vendor> as hex, e.g. 0x20B010DE, "
+                             "optionally :<subsystem device><subsystem vendor>" % (path, _brief(value)))
     return ":".join("0x%08X" % int(part, 16) for part in parts)
 
 
@@ -194,14 +209,14 @@ def _validated_mig_devices(devices, path):
     if devices is None:
         return {}
     if not isinstance(devices, dict):
-        raise MigConfigError("%s: must be a mapping of MIG profile to count, got %r" % (path, devices))
+        raise MigConfigError("%s: must be a mapping of MIG profile to count, got %s" % (path, _brief(devices)))
     counts = collections.OrderedDict()
     for name, count in devices.items():
         profile = parse_profile(name)
         if profile is None:
-            raise MigConfigError("%s: %r is not a MIG profile (expected %s)" % (path, name, PROFILE_GRAMMAR))
+            raise MigConfigError("%s: %s is not a MIG profile (expected %s)" % (path, _brief(name), PROFILE_GRAMMAR))
         if not _is_count(count):
-            raise MigConfigError("%s.%s: count must be an integer >= 0, got %r" % (path, name, count))
+            raise MigConfigError("%s.%s: count must be an integer >= 0, got %s" % (path, name, _brief(count)))
         key = profile_name(profile)
         counts[key] = counts.get(key, 0) + count
     if counts and not any(counts.values()):
@@ -211,6 +226,33 @@ def _validated_mig_devices(devices, path):
 
 def _is_count(value):
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+MAX_QUOTED = 40
+MAX_NAMES = 10
+
+
+def _brief(value):
+    """A value for a message, never long: a clipped repr of a scalar, the kind and size of a collection."""
+    if isinstance(value, dict):
+        return "a mapping of %d key%s" % (len(value), "" if len(value) == 1 else "s")
+    if isinstance(value, (list, tuple)):
+        return "a list of %d item%s" % (len(value), "" if len(value) == 1 else "s")
+    if isinstance(value, str) and len(value) > MAX_QUOTED:
+        return repr(value[:MAX_QUOTED - 3] + "...")
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return repr(value)
+    return "a %s" % type(value).__name__
+
+
+def _version_shown(value):
+    """" 'v2'" when the value looks like a version; "" for anything else, which may be the file's content."""
+    return " %r" % value if isinstance(value, str) and _VERSION_LIKE.match(value) else ""
+
+
+def _brief_names(mapping):
+    names = sorted(text if len(text) <= MAX_QUOTED else text[:MAX_QUOTED - 3] + "..." for text in map(str, mapping))
+    return names[:MAX_NAMES] + (["and %d more" % (len(names) - MAX_NAMES)] if len(names) > MAX_NAMES else [])
 
 
 # ---------------------------------------------------------------- desired layout per GPU

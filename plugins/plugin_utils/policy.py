@@ -23,7 +23,10 @@ import re
 
 import yaml
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.bounded_data import (
+    FileLimitError, expanded_size_problem, load as load_bounded_yaml, read_bounded_file, yaml_error_text)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import FIX_ROLES, LAYERS, SEVERITIES
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_custom import expression_problem
 
 try:
     import jmespath
@@ -555,6 +558,10 @@ def jmespath_expression():
             problems.append(Problem(tuple(path), "cannot be checked: the Python package jmespath is missing "
                                                  "on the controller"))
             return str(value)
+        too_big = expression_problem(str(value))
+        if too_big:
+            problems.append(Problem(tuple(path), "JMESPath expression %s: %s" % (describe_value(str(value)), too_big)))
+            return str(value)
         try:
             jmespath.compile(str(value))
         except jmespath.exceptions.JMESPathError as error:
@@ -765,6 +772,7 @@ def validate_policy(policy, where=POLICY_VAR):
 
 def validate_fragments(fragments, where=POLICY_VAR):
     """Effective policy from [(variable, value)] (see collect_fragments); problems name their variable."""
+    check_fragment_sizes(fragments, where)
     problems = []
     for name, value in fragments:
         if value is not None and not isinstance(value, dict):
@@ -880,6 +888,8 @@ def _load_var_file(path):
     if cached and cached[0] == stamp:
         return cached[1]
     try:
+        # Not bounded_data's loader: this document is only looked up along a path, never walked, so its
+        # aliases cost nothing here, and a file that a bounded loader refuses must still be found to be named.
         with open(path, encoding="utf-8") as handle:
             document = yaml.safe_load(handle)
     except (OSError, UnicodeDecodeError, yaml.YAMLError):  # a vault file or a broken one: not searchable
@@ -931,11 +941,16 @@ def _default_knowledge_loader():
 
 
 def _read_text(path, where):
+    """The file's text; errors name the file and what is wrong, never a byte of it (it may be any file)."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError) as error:
-        raise PolicyError([Problem(("mig", "config_file"), "cannot read %s: %s" % (path, _one_line(error)))], where)
+        return read_bounded_file(path).decode("utf-8")
+    except FileLimitError as error:
+        reason = error.reason
+    except OSError as error:
+        reason = error.strerror or _one_line(error)
+    except UnicodeDecodeError as error:
+        reason = "not UTF-8 text (byte %d)" % error.start
+    raise PolicyError([Problem(("mig", "config_file"), "cannot read %s: %s" % (path, reason))], where)
 
 
 def _load_mig_document(source, label, key, where, mig_loader):
@@ -943,9 +958,10 @@ def _load_mig_document(source, label, key, where, mig_loader):
     try:
         if mig_loader is not None:
             return mig_loader(source, label)
-        return yaml.safe_load(source) if isinstance(source, str) else source
+        return load_bounded_yaml(source) if isinstance(source, str) else source
     except (ValueError, yaml.YAMLError) as error:
-        message = _one_line(error)
+        message = "%s: not valid YAML: %s" % (label, yaml_error_text(error)) if isinstance(error, yaml.YAMLError) \
+            else _one_line(error)
         if key == "config" and message.startswith(label + ": "):
             message = message[len(label) + 2:]
         raise PolicyError([Problem(("mig", key), message)], where)
@@ -1017,19 +1033,54 @@ def policy_id(policy):
 
 
 # ---------------------------------------------------------------------------------------------------------
+# Bounds: checked before anything walks a fragment (templating, merging, JSON encoding)
+
+def fragment_size_problem(name, value, checked=None):
+    """A Problem naming the variable when its value holds too many values or nests too deep once YAML aliases
+    are expanded (a "billion laughs" in group_vars: see bounded_data), else None. The cost is bounded by the
+    limit, whatever the value. checked: a memo {(name, id(value)): (value, problem)} for a fleet, whose hosts
+    mostly share the very same group_vars objects."""
+    key = (name, id(value))
+    if checked is not None and key in checked:
+        return checked[key][1]
+    message = expanded_size_problem(value)
+    problem = Problem((), message, name) if message else None
+    if checked is not None:
+        checked[key] = (value, problem)
+    return problem
+
+
+def check_fragment_sizes(fragments, where=POLICY_VAR):
+    """PolicyError naming every fragment that is too big once YAML aliases are expanded."""
+    problems = [problem for problem in (fragment_size_problem(name, value) for name, value in fragments) if problem]
+    if problems:
+        raise PolicyError(problems, where)
+
+
+# ---------------------------------------------------------------------------------------------------------
 # A whole fleet, once, before any host is contacted
 
 
-def _read_fragments(variables):
-    """Fragments of one host, and problems for fragments that cannot be read (templating errors)."""
+def _read_fragments(variables, checked=None):
+    """Fragments of one host, and problems for fragments that cannot be read (templating errors) or are too
+    big once YAML aliases are expanded (checked before templating, which walks the whole value)."""
     fragments, problems = [], []
     for name in fragment_names(variables):
-        try:
-            fragments.append((name, variables[name]))
-        except Exception as error:  # pylint: disable=broad-except  # Ansible templating raises its own errors
-            problems.append(Problem((), "cannot be read: %s" % _one_line(error), name))
-            if hasattr(variables, "raw_value"):
-                fragments.append((name, variables.raw_value(name)))  # only to locate the problem
+        raw = variables.raw_value(name) if hasattr(variables, "raw_value") else None
+        problem = fragment_size_problem(name, raw, checked)
+        if problem is None:
+            try:
+                value = variables[name]
+            except Exception as error:  # pylint: disable=broad-except  # Ansible templating raises its own errors
+                problem = Problem((), "cannot be read: %s" % _one_line(error), name)
+            else:
+                problem = fragment_size_problem(name, value, checked)
+                if problem is None:
+                    fragments.append((name, value))
+                    continue
+        problems.append(problem)
+        if hasattr(variables, "raw_value"):
+            fragments.append((name, raw))  # only to locate the problem
     return fragments, problems
 
 
@@ -1067,6 +1118,7 @@ class FleetPolicies:
         self.host_policy = {}
         self.errors = collections.OrderedDict()
         self._cache = {}
+        self._sizes = {}
 
     def check(self, hosts):
         for host in hosts:
@@ -1075,7 +1127,7 @@ class FleetPolicies:
 
     def _check_host(self, host):
         variables = self.variables_of(host)
-        fragments, unreadable = _read_fragments(variables)
+        fragments, unreadable = _read_fragments(variables, self._sizes)
         if unreadable:
             self._add_errors(host, PolicyError(unreadable), fragments, variables)
             return

@@ -21,6 +21,7 @@ import json
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import LAYERS, SEVERITIES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import HOST_STATUSES, REPORT_VERSION
+from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_text, visible_json_strings
 
 MAX_CAUSE_HOSTS_SHOWN = 12
 MAX_PROBLEM_HOSTS_LISTED = 500
@@ -355,13 +356,14 @@ CONTENT_SECURITY_POLICY = (
 
 
 def esc(value):
-    """Text or attribute value, escaped (quotes too)."""
-    return html.escape("" if value is None else str(value), quote=True)
+    """Text or attribute value, escaped (quotes too); controls and bidi overrides as visible escapes."""
+    return html.escape(safe_text(value), quote=True)
 
 
 def script_json(value):
-    """JSON that is safe inside a <script> element: no <, > or & that could end or open a tag."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    """JSON that is safe inside a <script> element: no <, > or & that could end or open a tag; its strings
+    show controls and bidi overrides as visible escapes (text_safety.visible_json_strings)."""
+    text = visible_json_strings(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
     return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 

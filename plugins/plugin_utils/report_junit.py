@@ -17,6 +17,12 @@ problem (the same rule failing on 500 hosts) in 500 suites.
 - info findings only: passing testcase, the findings in <system-out>
 - suite gpufleet.collection: one testcase per host, <error type="unreachable|failed"> when the facts
   could not be collected (its rules did not run, so it has no rule testcases).
+
+Host text (host names, summaries, evidence) goes through text_safety.safe_xml_text: the characters
+XML 1.0 forbids (most C0 controls, U+FFFE, U+FFFF, lone surrogates) and those that would mislead a
+reader (DEL, C1, bidi overrides, zero-width characters) are written as visible escapes such as \\x1b
+or \\u202e (a carriage return as \\r), so the document stays valid and the text still shows what the
+host sent.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -26,19 +32,19 @@ import json
 import re
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import LAYERS, severity_rank
+from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_xml_text
 
 COLLECTION_SUITE = "collection"
 COLLECTION_CASE = "collection.gpu_facts"
 FAILING_SEVERITIES = ("critical", "warning")
-_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#9;"}
 _ATTRIBUTE_SPECIALS = re.compile('[&<>"\n\r\t]')
 _TEXT_SPECIALS = re.compile("[&<>\r]")
 
 
 def xml_safe(value):
-    """Text with the characters XML 1.0 cannot carry replaced by U+FFFD."""
-    return _NOT_XML.sub("\ufffd", "" if value is None else str(value))
+    """Text XML 1.0 can carry, with every unsafe character escaped visibly (text_safety.safe_xml_text)."""
+    return safe_xml_text(value)
 
 
 def attribute(value):

@@ -11,6 +11,7 @@ import textwrap
 import os
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import LAYERS, SEVERITIES
+from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_line, safe_text
 
 MAX_CAUSES = 5
 MAX_NAMES = 6
@@ -18,9 +19,9 @@ MAX_WIDTH = 120
 
 
 def one_line(value):
-    """Host-provided text on a single line, printable in UTF-8 (a lone surrogate becomes \\udXXX)."""
-    text = str(value).encode("utf-8", "backslashreplace").decode("utf-8")
-    return " ".join(text.split())
+    """Host-provided text on a single line, every control, bidi override or lone surrogate escaped
+    (\\x1b, \\u202e, \\udcff: see text_safety)."""
+    return safe_line(value)
 
 
 def clip(line, width=MAX_WIDTH):
@@ -95,9 +96,10 @@ def verdict(report):
 def report_lines(paths, report_dir):
     if paths:
         folder = os.path.dirname(str(paths[0]))
-        return ["Reports: %s/ (%s)" % (folder, ", ".join(os.path.basename(str(path)) for path in paths))]
+        return ["Reports: %s/ (%s)" % (one_line(folder), ", ".join(one_line(os.path.basename(str(path)))
+                                                                   for path in paths))]
     if report_dir:
-        return ["Reports: %s" % report_dir]
+        return ["Reports: %s" % one_line(report_dir)]
     return []
 
 
@@ -111,4 +113,5 @@ def render_terminal(report, paths=None, report_dir=None):
         lines.append(clip("Policy errors (%d): %s" % (len(policy_errors), one_line(policy_errors[0]))))
     lines.append(verdict(report))
     lines += report_lines(paths, report_dir)
-    return "\n".join(lines) + "\n"
+    # every piece of host text was escaped where it was placed; this catches any line that missed it
+    return "\n".join(safe_text(line) for line in lines) + "\n"

@@ -13,6 +13,7 @@ import tempfile
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_html import render_html
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_junit import render_junit
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_prometheus import render_prometheus
+from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import json_text
 
 LATEST = "latest"
 FILE_MODE = 0o644
@@ -22,10 +23,11 @@ INDENTED_JSON_MAX_FINDINGS = 2000
 
 
 def render_json(report):
-    """Indented for reading when small; compact for big fleets, where indenting takes seconds and megabytes."""
+    """Indented for reading when small; compact for big fleets, where indenting takes seconds and megabytes.
+    Controls and bidi overrides in strings are \\u escapes (text_safety.json_text): same data, safe to cat."""
     if len(report["findings"]) <= INDENTED_JSON_MAX_FINDINGS:
-        return json.dumps(report, indent=1, ensure_ascii=False, default=str) + "\n"
-    return json.dumps(report, separators=(",", ":"), ensure_ascii=False, default=str) + "\n"
+        return json_text(json.dumps(report, indent=1, ensure_ascii=False, default=str)) + "\n"
+    return json_text(json.dumps(report, separators=(",", ":"), ensure_ascii=False, default=str)) + "\n"
 
 
 RENDERERS = (

@@ -216,6 +216,14 @@ def compute_mode(ctx):
 
 
 def mps_running(ctx):
+    """True, False or None (unknown), from two fields made for it and nothing else: host.mps_daemon_running
+    (the collector matches /proc/<pid>/comm exactly against the MPS daemon names) and the state of the
+    unit under the role key "mps" of host.services.
+
+    Never from text that only mentions MPS: a GPU process whose name or command line contains
+    nvidia-cuda-mps-server (any program can name itself so, and NVML lists MPS clients by their own
+    names), a kernel log line, or a unit that merely has "mps" in its name. Such text is evidence to show,
+    not a verdict; with it alone the daemon counts as not running (or unknown), as the collector saw."""
     host = ctx.facts.get("host") or {}
     service = (host.get("services") or {}).get("mps") or {}
     if host.get("mps_daemon_running") or service.get("state") == "running":

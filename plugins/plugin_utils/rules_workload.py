@@ -101,13 +101,20 @@ def memory_near_full(ctx, gpu):
 
 
 def _host_service(services, unit):
-    """The host.services entry of a policy service (keys are roles or unit names as asked)."""
+    """The host.services entry of a policy service, matched by the unit it describes.
+
+    Keys of host.services are roles (persistenced, fabricmanager, mps, dcgm) or unit names as asked, and
+    each entry's name is the unit systemctl answered for. A key alone is not enough: a policy service
+    "mps.service" is not the entry under the role key "mps", which describes nvidia-mps or
+    nvidia-cuda-mps-control, and must not lend that unit's restart policy to it. An entry without a
+    name (older facts) is taken by its key."""
     stem = unit[:-len(".service")] if unit.endswith(".service") else unit
     for key in (unit, stem):
-        if key in services:
-            return services[key]
+        service = services.get(key)
+        if isinstance(service, dict) and service.get("name") in (None, unit, stem):
+            return service
     for service in services.values():
-        if service.get("name") in (unit, stem):
+        if isinstance(service, dict) and service.get("name") in (unit, stem):
             return service
     return None
 

@@ -368,7 +368,7 @@ def test_junit_rules_run_defaults_to_the_run_record_and_findings(demo_report):
 def test_junit_hostile_strings_stay_text(hostile_report):
     _root, cases = parse_junit(hostile_report)
     failure = cases[("workload.gpu_oversubscribed", HOSTILE_HOST)].find("failure")
-    expected = HOSTILE_SUMMARY.replace("\x00", "\ufffd").replace("\x1b", "\ufffd")
+    expected = HOSTILE_SUMMARY.replace("\x00", "\\x00").replace("\x1b", "\\x1b")
     assert failure.get("message") == expected
     assert HOSTILE_PROCESS in failure.text
 
@@ -646,13 +646,23 @@ def test_any_host_text_stays_data_in_every_format(host, text):
     page = render_html(report)
     raw = embedded_data(page)
     assert "<" not in raw and ">" not in raw and "&" not in raw
-    assert json.loads(raw)["hosts"][0][0] == host
+    assert json.loads(raw)["hosts"][0][0] == report_html_safe(host)
+
+
+def report_html_safe(text):
+    """What report.html shows of the text: controls and bidi overrides as visible escapes."""
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_text  # pylint: disable=import-outside-toplevel
+    return safe_text(text)
 
 
 def report_junit_safe(text):
-    """What an XML 1.0 document can carry of the text: the characters it cannot hold become U+FFFD."""
-    return "".join(c if c in "\t\n\r" or " " <= c <= "\ud7ff" or "\ue000" <= c <= "\ufffd" or c > "\uffff"
-                   else "\ufffd" for c in text)
+    """What junit.xml carries of the text: every control, format character, surrogate or XML non-character
+    as a visible escape (text_safety.safe_xml_text); tab and newline as they are, CRLF as a newline."""
+    import unicodedata  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import escape_character
+    text = text.replace("\r\n", "\n")
+    return "".join(c if c in "\t\n" or unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Zl", "Zp")
+                   and c not in "\ufffe\uffff" else escape_character(c) for c in text)
 
 
 def test_hosts_sort_naturally_and_odd_digits_stay_text():
