@@ -142,8 +142,8 @@ def _process_finding(ctx, key, clients, events, running):
     pids = [client.get("pid") for client in clients]
     where = ("container %s" % (first.get("container_id") or first.get("container"))[:80]) if container else "the host"
     evidence = {
-        "kernel_module_version": running, "client_version": version, "process_name": name, "pids": pids[:_MAX_LISTED_PROCESSES],
-        "process_count": len(pids), "container": first.get("container"), "container_id": first.get("container_id"),
+        "kernel_module_version": running, "client_version": version, "process_name": name,
+        "pids": pids[:_MAX_LISTED_PROCESSES], "process_count": len(pids), "container": first.get("container"), "container_id": first.get("container_id"),
         "library": first.get("library"), "compat": bool(first.get("compat")),
         "kernel_log_events": len(events), "last_logged": events[-1].get("time") if events else None,
     }
@@ -162,11 +162,12 @@ def _log_only_finding(ctx, version, events, running):
     evidence = {"kernel_module_version": running, "client_version": version, "kernel_log_events": len(events),
                 "first_logged": events[0].get("time"), "last_logged": events[-1].get("time"),
                 "clients": names[:_MAX_LISTED_PROCESSES]}
+    last = events[-1].get("time") or "at an unknown time"
+    clients = ", " + ", ".join(names[:3]) if names else ""
     return ctx.finding(
         CLIENT_MISMATCH, "warning", None,
         "The kernel module %s refused a client with driver libraries %s %d time(s) in the window (last %s%s); no "
-        "running process maps them now" % (running, version, len(events), events[-1].get("time") or "at an unknown time",
-                                          ", " + ", ".join(names[:3]) if names else ""),
+        "running process maps them now" % (running, version, len(events), last, clients),
         evidence,
         "Find the workload that starts with driver libraries %s: usually a container image that bundles its own "
         "(remove them and run it with the NVIDIA container toolkit, which injects the host's %s libraries) or a "

@@ -73,11 +73,10 @@ def proc(tmp_path):
     """A host on 550.54.15: a pod bundling 535.54.03 libraries, a host service on the right libraries, a
     process with only an independently versioned NVIDIA library, a shell and a kernel thread."""
     write(tmp_path, "/proc/driver/nvidia/version", MODULE_LINE + "GCC version:  gcc version 12.3.0\n")
-    add_process(tmp_path, 4242, "python3", process_maps(LIB + "/libcuda.so.535.54.03",
-                                                       LIB + "/libnvidia-ml.so.535.54.03",
-                                                       LIB + "/libnvidia-ptxjitcompiler.so.535.54.03"), POD_CGROUP)
-    add_process(tmp_path, 1777, "tritonserver", process_maps(LIB + "/libcuda.so.550.54.15",
-                                                            LIB + "/libnvidia-ml.so.550.54.15"))
+    bundled = process_maps(LIB + "/libcuda.so.535.54.03", LIB + "/libnvidia-ml.so.535.54.03",
+                           LIB + "/libnvidia-ptxjitcompiler.so.535.54.03")
+    add_process(tmp_path, 4242, "python3", bundled, POD_CGROUP)
+    add_process(tmp_path, 1777, "tritonserver", process_maps(LIB + "/libcuda.so.550.54.15", LIB + "/libnvidia-ml.so.550.54.15"))
     add_process(tmp_path, 2001, "weston", process_maps(LIB + "/libnvidia-egl-wayland.so.1.1.13"))
     add_process(tmp_path, 900, "bash", process_maps())
     add_process(tmp_path, 2, "kthreadd", "")
