@@ -94,6 +94,13 @@ def test_a_host_wide_mismatch_is_left_to_its_own_rule():
     assert only(facts, "driver.kernel_userspace_mismatch")["severity"] == "critical"
 
 
+def test_a_host_wide_mismatch_known_only_from_the_log_is_not_reported_twice():
+    facts = mismatched_node()
+    facts["driver"].update(userspace_version=None, mismatch_reason="kernel log: API mismatch")
+    assert findings_of(facts, RULE) == []
+    assert len(findings_of(facts, "driver.kernel_userspace_mismatch")) == 1
+
+
 def test_the_host_wide_rule_is_not_triggered_by_one_workload():
     facts = node(events=[mismatch_event("535.161.08")])
     assert findings_of(facts, "driver.kernel_userspace_mismatch") == []
