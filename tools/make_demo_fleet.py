@@ -31,6 +31,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.host_io import Repla
 from tests.support.nvml_sim import SimulatedNvmlLibrary  # noqa: E402
 
 FIXTURES = os.path.join(ROOT, "inventories", "demo", "fixtures")
+# The simulated hosts have no process address spaces (/proc/<pid>/maps) to scan for driver clients.
+DEMO_SUBSETS = ["all", "!driver_clients"]
 # containers nested deeper than this are written on one line: one NVML call, command or folder per line
 PRETTY_DEPTH = 3
 
@@ -58,9 +60,9 @@ def record(spec):
     """The fixture document of one demo host, recorded through the real collectors."""
     host = ReplayHost(spec["host"])
     if spec["source"] == "nvidia_smi":
-        collection = Collection(source="nvidia_smi", gather_subset=["all"], record=True, scrub=False, host=host)
+        collection = Collection(source="nvidia_smi", gather_subset=DEMO_SUBSETS, record=True, scrub=False, host=host)
     else:
-        collection = Collection(source="auto", gather_subset=["all"], record=True, scrub=False, host=host,
+        collection = Collection(source="auto", gather_subset=DEMO_SUBSETS, record=True, scrub=False, host=host,
                                 nvml_library=SimulatedNvmlLibrary(spec["nvml"]), pynvml=pynvml)
     with known_error_strings():
         _facts, document = collection.run()

@@ -15,6 +15,7 @@ import re
 import threading
 import time
 
+from ansible_collections.gpufleet.core.plugins.module_utils.driver_clients import collect_driver_clients
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
     add_error, new_facts, normalize_pci_bus_id)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_facts import (
@@ -30,7 +31,9 @@ from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import col
 FIXTURE_FORMAT = "gpufleet-fixture"
 FIXTURE_FORMAT_VERSION = 1
 
-ALL_SUBSETS = ("driver", "gpus", "processes", "mig", "nvlink", "host", "kernel_log")
+ALL_SUBSETS = ("driver", "gpus", "processes", "mig", "nvlink", "host", "kernel_log", "driver_clients")
+# Subsets added after fixtures were first recorded: a replay runs them only when its fixture has them.
+LATER_SUBSETS = ("driver_clients",)
 MIN_SUBSETS = ("driver", "gpus")
 NVML_LIBRARY = "libnvidia-ml.so.1"
 PROC_DRIVER_GPUS = "/proc/driver/nvidia/gpus"
@@ -90,6 +93,9 @@ class Collection:
                  nvml_library=None):
         self.source = source
         self.subsets = resolve_gather_subset(gather_subset)
+        if fixture is not None:
+            recorded = fixture.get("gather_subset") or ()
+            self.subsets = [name for name in self.subsets if name not in LATER_SUBSETS or name in recorded]
         self.timeout = timeout
         self.command_timeout = command_timeout
         self.kernel_log_source = kernel_log_source
@@ -134,6 +140,8 @@ class Collection:
         if "kernel_log" in self.subsets:
             collect_kernel_log(host, facts, source=self.kernel_log_source, files=self.kernel_log_files,
                                window_hours=self.kernel_log_window_hours, timeout=self.step_timeout())
+        if "driver_clients" in self.subsets:
+            collect_driver_clients(host, facts, timeout=self.step_timeout())
         settle_driver_mismatch(facts)
         prune_unrequested(facts, self.subsets)
         if self.fixture is not None:

@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import re
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 SOURCES = ("nvml", "nvidia_smi", "replay", "none")
 
@@ -57,6 +57,7 @@ def new_facts():
         "host": {},
         "xid_events": [],
         "kernel_events": [],
+        "driver_clients": None,
         "errors": [],
     }
 

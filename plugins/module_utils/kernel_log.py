@@ -47,7 +47,10 @@ _XID_RE = re.compile(
     r"Xid \((?:PCI:)?(%s)(?: GPU-I:(\d+))?(?: GPU-CI:(\d+))?[^)]*\):\s*(\d+)\s*,?\s*"
     r"(?:pid=('[^']*'|[^,\s]*)(?:,\s*|\s*$)(?:name=([^,]*)(?:,\s*|\s*$))?)?(.*)" % _PCI, re.S)
 _FALLEN_PCI_RE = re.compile(r"GPU (?:at )?(?:PCI:)?(?P<pci>%s)" % _PCI)
-_CLIENT_VERSION_RE = re.compile(r"the client has the version (\d+(?:\.\d+)*)")
+# "the client has the version X, but" (drivers up to 570) or, from 575 on, "the client 'comm' (pid N)
+# has the version X, but": the client's name and pid are only in the newer form
+_CLIENT_VERSION_RE = re.compile(
+    r"the client (?:'(?P<name>[^']{0,64})' \(pid (?P<pid>\d{1,10})\) )?has the version (?P<version>\d+(?:\.\d+)*)")
 _KERNEL_VERSION_RE = re.compile(r"this kernel module has the version (\d+(?:\.\d+)*)")
 
 FALLEN = "fallen off the bus"
@@ -326,14 +329,21 @@ def _fallen_event(flat, time_text):
 
 
 def _mismatch_event(flat, time_text):
+    """Both versions, and the client's process where the driver names it. The process name is the
+    client's own comm: data, kept printable and short."""
     client = _CLIENT_VERSION_RE.search(flat)
     kernel = _KERNEL_VERSION_RE.search(flat)
+    name = client.group("name") if client else None
+    if name is not None:
+        name = "".join(char if char.isprintable() else "?" for char in name) or None
     return {
         "kind": "api_mismatch",
         "time": time_text,
         "pci_bus_id": None,
-        "client_version": client.group(1) if client else None,
+        "client_version": client.group("version") if client else None,
         "kernel_module_version": kernel.group(1) if kernel else None,
+        "client_process": name,
+        "client_pid": int(client.group("pid")) if client and client.group("pid") else None,
         "message": flat,
     }
 

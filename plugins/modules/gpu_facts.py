@@ -41,7 +41,11 @@ options:
     description:
       - Which parts to collect, as in M(ansible.builtin.setup).
       - V(all), V(min) (driver and GPU inventory), or any of V(driver), V(gpus), V(processes), V(mig), V(nvlink),
-        V(host), V(kernel_log); prefix a name with C(!) to leave it out.
+        V(host), V(kernel_log), V(driver_clients); prefix a name with C(!) to leave it out.
+      - V(driver_clients) looks through C(/proc/<pid>/maps) for processes that loaded NVIDIA driver libraries of
+        another version than the kernel module (a container with its own driver libraries, a stale CUDA compat
+        package); bounded to 4096 processes and 10 seconds, and it needs root to read other users' processes.
+        A replay runs it only when the fixture recorded it.
       - V(processes), V(mig) and V(nvlink) imply V(gpus); V(gpus) implies V(driver).
     type: list
     elements: str
@@ -156,7 +160,8 @@ ansible_facts:
   contains:
     gpufleet:
       description: 'Facts returned by gpufleet.core.gpu_facts. Schema version 1.x: fields are only added within
-        a major version. A value that the backend could not read is null, never invented; the reason is in errors[].'
+        a major version. A value that the backend could not read is null, never invented; the reason is in errors[].
+        1.1 added driver_clients and kernel_events[].client_process and client_pid.'
       returned: always
       type: dict
       contains:
@@ -841,10 +846,91 @@ ansible_facts:
               description: Kernel module version in an API mismatch.
               returned: success
               type: str
+            client_process:
+              description: In an API mismatch from drivers 575 and later, the client's process name (printable characters
+                only).
+              returned: success
+              type: str
+            client_pid:
+              description: In an API mismatch from drivers 575 and later, the client's process id.
+              returned: success
+              type: int
             message:
               description: The message, continuation lines joined.
               returned: success
               type: str
+        driver_clients:
+          description: Processes that mapped NVIDIA userspace driver libraries (libcuda, libnvidia-*) of another
+            version than the running kernel module, from /proc/<pid>/maps (gather_subset driver_clients); null when
+            that subset did not run.
+          returned: always
+          type: dict
+          contains:
+            kernel_module_version:
+              description: Version of the running kernel module the libraries were compared with; null when none
+                is loaded.
+              returned: success
+              type: str
+            status:
+              description: 'complete (every process looked at), partial (the bound of 4096 processes or 10 seconds
+                stopped the scan; what was found is kept), no_kernel_module (nothing to compare with, nothing scanned),
+                proc_unreadable. One of: complete, partial, no_kernel_module, proc_unreadable.'
+              returned: success
+              type: str
+            processes_scanned:
+              description: Processes whose maps were looked at.
+              returned: success
+              type: int
+            processes_unreadable:
+              description: Processes whose maps could not be read (exited, or not root).
+              returned: success
+              type: int
+            mismatched:
+              description: The processes with a library of another version, at most 32.
+              returned: always
+              type: list
+              elements: dict
+              contains:
+                pid:
+                  description: Process id.
+                  returned: success
+                  type: int
+                name:
+                  description: 'Process name from /proc/<pid>/comm, as data: printable characters only, at most
+                    64.'
+                  returned: success
+                  type: str
+                container:
+                  description: The process's cgroup path when it names a container (docker, containerd, CRI-O, podman,
+                    Kubernetes pod), else null.
+                  returned: success
+                  type: str
+                container_id:
+                  description: The 64-hex container id in that cgroup path, when there is one.
+                  returned: success
+                  type: str
+                library:
+                  description: Path of the first mismatched library, as the process sees it (inside its container).
+                  returned: success
+                  type: str
+                library_version:
+                  description: Driver version in that library's file name.
+                  returned: success
+                  type: str
+                compat:
+                  description: True when the library comes from a CUDA forward-compatibility folder (a compat/ or
+                    cuda-compat path).
+                  returned: success
+                  type: bool
+                libraries:
+                  description: Paths of the mismatched NVIDIA libraries the process mapped, at most 4.
+                  returned: always
+                  type: list
+                  elements: str
+            mismatched_left_out:
+              description: Further such processes beyond the 32 kept.
+              returned: success
+              type: int
         errors:
           description: 'Every query that failed: the GPU (index or null), the call and the reason. Not-supported
             values are null without an entry.'

@@ -1,14 +1,19 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Likely causes across hosts: the driver, one card, or how work is packed onto GPUs.
+"""Likely causes across hosts: the driver, the GPU firmware, one card, a workload, or how work is packed onto GPUs.
 
 Order matters, each step only looks at what the earlier ones left unexplained:
 1. workload: application errors (Xid 13/31/43) or memory-near-full only on hosts that run several
    processes per GPU, while hosts with one process per GPU have none.
-2. driver: the same symptom (an Xid, or a driver-layer finding) on >= DRIVER_MIN_HOSTS hosts that
-   share a driver version, on >= DRIVER_MIN_SHARE of that version's hosts, and at most half as often
-   on other versions. It points at the driver, not the cards.
+2. driver, firmware or a workload: each symptom (an Xid, or a driver-layer finding) is weighed against
+   every group of hosts that could explain it: hosts per driver version, per VBIOS version (of the card
+   that had it) and per workload (the compute process on that card, or the one the Xid names). A group
+   is supported when the symptom is on >= DRIVER_MIN_HOSTS of its hosts, at most half as common
+   outside it, and either on >= DRIVER_MIN_SHARE of its hosts or on >= DISTINCT_CARDS_MIN distinct
+   cards: the same error on several cards speaks against the cards even when most of the group is
+   clean. Its weight is hosts hit x (share in the group - share outside); the strongest names the
+   cause, and all of them stay in its evidence["hypotheses"], with one card as the rival hypothesis.
 3. card: the same hardware-layer Xid >= CARD_MIN_EVENTS times on one GPU within the window.
 Each finding a cause covers gets evidence["explained_by"] = the cause id (findings are changed in place).
 """
@@ -16,12 +21,18 @@ Each finding a cause covers gets evidence["explained_by"] = the cause id (findin
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import math
+
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import at_or_above, worst_severity
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_workload import processes_per_device, worker_limit
 
 APP_XIDS = (13, 31, 43)
 DRIVER_MIN_HOSTS = 2
 DRIVER_MIN_SHARE = 0.3
+DISTINCT_CARDS_MIN = 3
+CHANCE_MAX = 0.25
+HYPOTHESIS_KINDS = ("driver", "firmware", "workload")
+MAX_HYPOTHESES = 8
 CARD_MIN_EVENTS = 3
 CARD_RULES = ("hardware.xid", "hardware.gpu_lost")
 DRIVER_SYMPTOM_RULES = ("driver.kernel_userspace_mismatch", "driver.gpu_unsupported",
@@ -32,10 +43,11 @@ MEMORY_RULE = "workload.memory_near_full"
 def correlate(facts_by_host, findings_by_host, policies=None):
     """Likely causes, worst first: [{"id", "kind", "layer", "severity", "summary", "hosts", "evidence", "action"}]."""
     policies = policies or {}
+    fleet = FleetGroups(facts_by_host)
     causes = []
     causes.extend(workload_causes(facts_by_host, findings_by_host, policies))
-    causes.extend(driver_causes(facts_by_host, findings_by_host))
-    causes.extend(card_causes(findings_by_host))
+    causes.extend(driver_causes(facts_by_host, findings_by_host, fleet))
+    causes.extend(card_causes(findings_by_host, fleet))
     return causes
 
 
@@ -122,7 +134,7 @@ def workload_causes(facts_by_host, findings_by_host, policies):
     }]
 
 
-# ---------------------------------------------------------------- driver
+# ---------------------------------------------------------------- driver, firmware, a workload
 
 def driver_version_of(facts):
     driver = (facts or {}).get("driver") or {}
@@ -149,65 +161,258 @@ def _symptom_hosts(findings_by_host):
     return table
 
 
-def _hosts_by_version(facts_by_host):
-    table = {}
-    for host, facts in facts_by_host.items():
-        version = driver_version_of(facts)
-        if version:
-            table.setdefault(version, []).append(host)
-    return table
+def _workload_name(name):
+    """'/usr/bin/python3' -> 'python3'."""
+    return str(name).strip().rsplit("/", 1)[-1][:64]
 
 
-def _concentrated(hit, on_version, elsewhere_hit, elsewhere_total):
-    if len(hit) < DRIVER_MIN_HOSTS or len(hit) < DRIVER_MIN_SHARE * on_version:
-        return False
-    if not elsewhere_total:
-        return True
-    return elsewhere_hit / float(elsewhere_total) <= 0.5 * len(hit) / float(on_version)
+class FleetGroups:
+    """The groups a symptom is weighed against: hosts per driver version, per VBIOS version and per
+    workload (compute process name), and for each card (host, bus id) its VBIOS and workloads, so a hit
+    counts for a VBIOS or a workload only when the card that had it runs that VBIOS or that workload."""
+
+    def __init__(self, facts_by_host):
+        self.members = {"driver": {}, "firmware": {}, "workload": {}}
+        self.universe = {"driver": set(), "firmware": set(), "workload": set()}
+        self.driver_of = {}
+        self._gpus = {}
+        for host, facts in facts_by_host.items():
+            version = driver_version_of(facts)
+            if version:
+                self.driver_of[host] = version
+                self.members["driver"].setdefault(version, set()).add(host)
+                self.universe["driver"].add(host)
+            gpus = (facts or {}).get("gpus") or ()
+            if gpus:
+                self._gpus[host] = gpus
+                self._add_host(host, gpus)
+
+    def _add_host(self, host, gpus):
+        self.universe["workload"].add(host)
+        for vbios in {gpu.get("vbios_version") for gpu in gpus}:
+            if vbios:
+                self.universe["firmware"].add(host)
+                self.members["firmware"].setdefault(vbios, set()).add(host)
+        names = {process.get("name") for gpu in gpus for process in gpu.get("processes") or ()
+                 if process.get("type") != "graphics"}
+        for name in {_workload_name(name) for name in names if name}:
+            self.members["workload"].setdefault(name, set()).add(host)
+
+    def _card(self, host, bus):
+        for gpu in self._gpus.get(host, ()):
+            if bus and gpu.get("pci_bus_id") == bus:
+                return gpu
+        return None
+
+    def hit_groups(self, kind, host, findings):
+        """The groups of one kind that a host's findings of a symptom count for."""
+        if kind == "driver":
+            return {self.driver_of[host]} if host in self.driver_of else set()
+        groups = set()
+        for finding in findings:
+            gpu = self._card(host, finding.get("gpu")) or {}
+            if kind == "firmware" and gpu.get("vbios_version"):
+                groups.add(gpu["vbios_version"])
+            if kind == "workload":
+                groups.update(_workload_name(process.get("name")) for process in gpu.get("processes") or ()
+                              if process.get("type") != "graphics" and process.get("name"))
+                groups.update(str(name)[:64] for name in (finding.get("evidence") or {}).get("process_names") or ())
+        return groups
 
 
-def driver_causes(facts_by_host, findings_by_host):
-    by_version = _hosts_by_version(facts_by_host)
-    known = sum(len(hosts) for hosts in by_version.values())
-    per_version = {}
+def _share(hit, total):
+    return round(hit / float(total), 3) if total else None
+
+
+def _chance(universe, members, symptom_hosts, hits):
+    """How likely at least `hits` of the `symptom_hosts` hosts with the symptom fall into a group of `members`
+    of `universe` hosts by chance (hypergeometric upper tail): small when the group really concentrates it."""
+    def log_comb(n, k):
+        return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+    total = log_comb(universe, symptom_hosts)
+    tail = 0.0
+    for inside in range(hits, min(members, symptom_hosts) + 1):
+        if symptom_hosts - inside <= universe - members:
+            tail += math.exp(log_comb(members, inside) + log_comb(universe - members, symptom_hosts - inside) - total)
+    return round(min(1.0, tail), 3)
+
+
+def _hypothesis(kind, group, hits, host_map, fleet):
+    """One hypothesis, its evidence and its weight. hits: the hosts whose symptom counts for the group."""
+    # a host counts in the group when its symptom does (an Xid can name a process that has since exited)
+    members, universe = fleet.members[kind].get(group, set()), fleet.universe[kind]
+    in_group = len(members) + len(hits - members)
+    in_universe = len(universe) + len(hits - universe)
+    elsewhere_total = in_universe - in_group
+    elsewhere_hit = sum(1 for host in host_map if host in universe and host not in members and host not in hits)
+    share, share_elsewhere = _share(len(hits), in_group), _share(elsewhere_hit, elsewhere_total)
+    cards = {(host, _card_key(host, finding)) for host in hits for finding in host_map[host]}
+    entry = {"id": "%s:%s" % (kind, group), "kind": kind, "hosts_hit": len(hits), "hosts_in_group": in_group,
+             "share": share, "hosts_hit_elsewhere": elsewhere_hit, "hosts_elsewhere": elsewhere_total,
+             "share_elsewhere": share_elsewhere, "distinct_cards": len(cards),
+             "chance": _chance(in_universe, in_group, len(hits) + elsewhere_hit, len(hits)) if elsewhere_total else None}
+    entry["why"] = _unsupported_reason(kind, entry)
+    entry["supported"] = entry["why"] is None
+    entry["score"] = round(len(hits) * (share - (share_elsewhere or 0.0)), 3) if entry["supported"] else 0.0
+    return entry
+
+
+def _unsupported_reason(kind, entry):
+    """None when the evidence supports the hypothesis, else why not.
+
+    Supported: on >= DRIVER_MIN_HOSTS hosts of the group; at most half as common outside it; and either on
+    >= DRIVER_MIN_SHARE of the group's hosts, or on >= DISTINCT_CARDS_MIN distinct cards (several cards with
+    the same error speak against the cards, even when most of the group is clean). A group that is the whole
+    fleet has nothing to compare with: only the driver keeps its old concentration rule there."""
+    if entry["hosts_hit"] < DRIVER_MIN_HOSTS:
+        return "on %d host(s) of the group; needs %d" % (entry["hosts_hit"], DRIVER_MIN_HOSTS)
+    if not entry["hosts_elsewhere"]:
+        if kind == "driver" and entry["share"] >= DRIVER_MIN_SHARE:
+            return None
+        return "every host is in this group: nothing to compare with"
+    if entry["share_elsewhere"] > 0.5 * entry["share"]:
+        return "about as common outside the group (%s against %s)" % (entry["share_elsewhere"], entry["share"])
+    if entry["chance"] > CHANCE_MAX:
+        return "%d of the %d hosts with it would be in a group this large by chance %.0f%% of the time" % (
+            entry["hosts_hit"], entry["hosts_hit"] + entry["hosts_hit_elsewhere"], 100 * entry["chance"])
+    if entry["share"] < DRIVER_MIN_SHARE and entry["distinct_cards"] < DISTINCT_CARDS_MIN:
+        return "on %s of the group's hosts and %d distinct card(s)" % (entry["share"], entry["distinct_cards"])
+    return None
+
+
+def _card_hypothesis(host_map):
+    """One card: the symptom again and again on one GPU of one host, and nowhere else."""
+    counts = {}
+    for host, findings in host_map.items():
+        for finding in findings:
+            key = (host, _card_key(host, finding))
+            counts[key] = counts.get(key, 0) + ((finding.get("evidence") or {}).get("count") or 1)
+    most = max(counts.values()) if counts else 0
+    supported = len(counts) == 1 and most >= CARD_MIN_EVENTS
+    why = None
+    if len(counts) > 1:
+        why = "%d distinct cards on %d host(s) have it" % (len(counts), len(host_map))
+    elif not supported:
+        why = "%d event(s) on the one card; needs %d" % (most, CARD_MIN_EVENTS)
+    return {"id": "card", "kind": "card", "distinct_cards": len(counts), "hosts_hit": len(host_map),
+            "most_events_on_one_card": most, "supported": supported, "score": float(most) if supported else 0.0,
+            "why": why}
+
+
+def weigh_symptom(symptom, host_map, fleet):
+    """Every hypothesis for one symptom, strongest first: driver and VBIOS versions, workloads, one card."""
+    hypotheses = []
+    for kind in HYPOTHESIS_KINDS:
+        hits_by_group = {}
+        for host, findings in host_map.items():
+            for group in fleet.hit_groups(kind, host, findings):
+                hits_by_group.setdefault(group, set()).add(host)
+        for group, hits in hits_by_group.items():
+            hypotheses.append(_hypothesis(kind, group, hits, host_map, fleet))
+    hypotheses.append(_card_hypothesis(host_map))
+    order = {kind: position for position, kind in enumerate(HYPOTHESIS_KINDS + ("card",))}
+    hypotheses.sort(key=lambda h: (not h["supported"], -h["score"], order[h["kind"]], h["id"]))
+    for entry in hypotheses:
+        entry["symptom"] = symptom
+    return hypotheses
+
+
+def _winner(hypotheses):
+    """The strongest supported driver, firmware or workload hypothesis and those it cannot be told apart
+    from (the same weight: e.g. every host on the driver also runs the VBIOS)."""
+    best = hypotheses[0] if hypotheses and hypotheses[0]["supported"] and hypotheses[0]["kind"] != "card" else None
+    if best is None:
+        return None, []
+    tied = [h["id"] for h in hypotheses[1:] if h["supported"] and h["kind"] != "card"
+            and abs(h["score"] - best["score"]) < 1e-9 and h["hosts_hit"] == best["hosts_hit"]]
+    return best, tied
+
+
+def driver_causes(facts_by_host, findings_by_host, fleet=None):
+    """Causes where a symptom on several hosts points at a driver version, a VBIOS version or a workload."""
+    fleet = fleet or FleetGroups(facts_by_host)
+    won = {}
     for symptom, host_map in sorted(_symptom_hosts(findings_by_host).items()):
-        # hosts with the symptom and a known driver: those not on this version are the ones elsewhere
-        versioned_hits = sum(1 for host in host_map if driver_version_of(facts_by_host.get(host)))
-        for version, version_hosts in by_version.items():
-            hit = sorted(host for host in version_hosts if host in host_map)
-            elsewhere_hit = versioned_hits - len(hit)
-            if _concentrated(hit, len(version_hosts), elsewhere_hit, known - len(version_hosts)):
-                per_version.setdefault(version, []).append((symptom, hit, elsewhere_hit, host_map))
-    causes = []
-    for version, symptoms in sorted(per_version.items()):
-        causes.append(_driver_cause(version, symptoms, len(by_version[version]), known - len(by_version[version])))
-    return causes
+        hypotheses = weigh_symptom(symptom, host_map, fleet)
+        best, tied = _winner(hypotheses)
+        if best is None:
+            continue
+        group = best["id"].split(":", 1)[1]
+        hits = sorted(host for host in host_map if group in fleet.hit_groups(best["kind"], host, host_map[host]))
+        won.setdefault(best["id"], []).append((symptom, hits, best, tied, hypotheses, host_map))
+    return [_group_cause(cause_id, entries) for cause_id, entries in sorted(won.items())]
 
 
-def _driver_cause(version, symptoms, on_version, elsewhere_total):
-    cause_id = "driver:%s" % version
-    hosts, covered, details = set(), [], []
-    for symptom, hit, elsewhere_hit, host_map in symptoms:
-        hosts.update(hit)
-        findings = [finding for host in hit for finding in host_map[host]]
-        covered.extend(findings)
-        details.append({"symptom": symptom, "hosts": hit, "hosts_on_version": on_version,
-                        "hosts_elsewhere_with_it": elsewhere_hit, "hosts_elsewhere": elsewhere_total})
+def _group_cause(cause_id, entries):
+    kind, group = cause_id.split(":", 1)
+    hosts, covered, details, weighed, tied = set(), [], [], [], []
+    for symptom, hits, best, ties, hypotheses, host_map in entries:
+        hosts.update(hits)
+        covered.extend(finding for host in hits for finding in host_map[host])
+        details.append({"symptom": symptom, "hosts": hits, "hosts_on_version": best["hosts_in_group"],
+                        "hosts_elsewhere_with_it": best["hosts_hit_elsewhere"], "hosts_elsewhere": best["hosts_elsewhere"],
+                        "distinct_cards": best["distinct_cards"]})
+        weighed.extend(hypotheses[:MAX_HYPOTHESES])
+        tied.extend(tie for tie in ties if tie not in tied)
     _mark(covered, cause_id)
-    text = "; ".join("%s on %d of %d hosts" % (d["symptom"], len(d["hosts"]), on_version) for d in details)
+    evidence = {"symptoms": details, "findings": len(covered), "hypotheses": weighed, "indistinguishable_from": tied}
+    severity = worst_severity(finding["severity"] for finding in covered)
+    return dict(CAUSE_BUILDERS[kind](group, details, tied), id=cause_id, severity=severity, hosts=sorted(hosts),
+                evidence=dict(evidence, **{GROUP_EVIDENCE_KEY[kind]: group}))
+
+
+def _symptom_text(details):
+    return "; ".join("%s on %d of %d hosts" % (d["symptom"], len(d["hosts"]), d["hosts_on_version"]) for d in details)
+
+
+def _tied_text(tied):
+    return " (%s goes with it on every affected host: they cannot be told apart here)" % ", ".join(tied) if tied else ""
+
+
+def _driver_text(version, details, tied):
     return {
-        "id": cause_id,
         "kind": "driver",
         "layer": "driver",
-        "severity": worst_severity(finding["severity"] for finding in covered),
         "summary": "%s running driver %s (%d of %d hosts on other versions show it): points at the driver, not "
-                   "the cards" % (text, version, max(d["hosts_elsewhere_with_it"] for d in details), elsewhere_total),
-        "hosts": sorted(hosts),
-        "evidence": {"driver_version": version, "symptoms": details, "findings": len(covered)},
+                   "the cards%s" % (_symptom_text(details), version, max(d["hosts_elsewhere_with_it"] for d in details),
+                                    max(d["hosts_elsewhere"] for d in details), _tied_text(tied)),
         "action": "Do not send these cards for repair. Check driver %s's release notes and known issues for these "
                   "symptoms; move the hosts to a fixed or known-good version with the driver role "
-                  "(driver_rollout.yml) in batches, then audit again." % version,
+                  "(driver_rollout.yml) in batches, then audit again.%s"
+                  % (version, " If it stays, update the GPU firmware (VBIOS) named here." if tied else ""),
     }
+
+
+def _firmware_text(vbios, details, tied):
+    return {
+        "kind": "firmware",
+        "layer": "hardware",
+        "summary": "%s with VBIOS %s (%d of %d hosts with other VBIOS versions show it), on %d distinct cards: "
+                   "points at the GPU firmware, not the cards%s"
+                   % (_symptom_text(details), vbios, max(d["hosts_elsewhere_with_it"] for d in details),
+                      max(d["hosts_elsewhere"] for d in details), sum(d["distinct_cards"] for d in details),
+                      _tied_text(tied)),
+        "action": "Do not send these cards for repair. Check the GPU or server vendor's release notes for VBIOS %s "
+                  "and these Xids; update the VBIOS of this model fleet-wide in batches with the vendor's firmware "
+                  "bundle (drain first), then audit again." % vbios,
+    }
+
+
+def _workload_text(name, details, tied):
+    return {
+        "kind": "workload",
+        "layer": "workload",
+        "summary": "%s on GPUs running %s (%d of %d hosts without it show it): points at that workload, not at "
+                   "the GPUs or the driver%s"
+                   % (_symptom_text(details), name, max(d["hosts_elsewhere_with_it"] for d in details),
+                      max(d["hosts_elsewhere"] for d in details), _tied_text(tied)),
+        "action": "Look at %s: its logs around the Xid times, its CUDA and framework versions and its memory use; "
+                  "run it alone on one GPU (loadstep.yml) to reproduce. The GPUs are not at fault." % name,
+    }
+
+
+CAUSE_BUILDERS = {"driver": _driver_text, "firmware": _firmware_text, "workload": _workload_text}
+GROUP_EVIDENCE_KEY = {"driver": "driver_version", "firmware": "vbios_version", "workload": "workload"}
 
 
 # ---------------------------------------------------------------- card
@@ -222,7 +427,8 @@ def _card_key(host, finding):
     return "%s %s" % (host, finding.get("gpu"))
 
 
-def card_causes(findings_by_host):
+def card_causes(findings_by_host, fleet=None):
+    """fleet (FleetGroups): when given, each card cause keeps the hypotheses its symptoms were weighed on."""
     cards = {}
     for host, findings in sorted(findings_by_host.items()):
         for finding in findings:
@@ -230,7 +436,15 @@ def card_causes(findings_by_host):
             if finding.get("rule") in CARD_RULES and _xid(finding) is not None and count >= CARD_MIN_EVENTS \
                     and not _explained(finding):
                 cards.setdefault(_card_key(host, finding), []).append((host, finding))
-    return [_card_cause(key, entries) for key, entries in sorted(cards.items())]
+    symptoms = _symptom_hosts(findings_by_host) if fleet is not None and cards else {}
+    causes = []
+    for key, entries in sorted(cards.items()):
+        weighed = [weigh_symptom(symptom, symptoms[symptom], fleet)[:MAX_HYPOTHESES]
+                   for symptom in sorted({_symptom(finding) for _host, finding in entries}) if symptom in symptoms]
+        causes.append(_card_cause(key, entries))
+        if fleet is not None:
+            causes[-1]["evidence"]["hypotheses"] = [entry for group in weighed for entry in group]
+    return causes
 
 
 def _card_cause(key, entries):

@@ -18,7 +18,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import (
     severity_rank,
 )
 
-REPORT_VERSION = "1.0"
+REPORT_VERSION = "1.1"
 HOST_STATUSES = ("ok", "unreachable", "failed")
 DEFAULT_FAIL_SEVERITY = "critical"
 NEVER_FAIL = "none"

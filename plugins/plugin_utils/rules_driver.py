@@ -63,6 +63,140 @@ def kernel_userspace_mismatch(ctx):
         "reinstall one driver version (packages and module) everywhere.")]
 
 
+# ---------------------------------------------------------------- one workload's libraries
+
+CLIENT_MISMATCH = "driver.client_library_mismatch"
+_MAX_LISTED_PROCESSES = 10
+
+
+def running_driver_version(ctx):
+    """The kernel module's version now: the facts' own reading, the driver clients' reading, else the
+    version NVML or nvidia-smi answered with (they only answer when the module matches them)."""
+    driver = ctx.facts.get("driver") or {}
+    clients = ctx.facts.get("driver_clients") or {}
+    if driver.get("kernel_module_version") or clients.get("kernel_module_version"):
+        return driver.get("kernel_module_version") or clients.get("kernel_module_version")
+    return driver.get("version") if not driver.get("mismatch") else None
+
+
+def _host_library_version(ctx):
+    """The host's own userspace version while the host-wide mismatch rule reports it, else None."""
+    driver = ctx.facts.get("driver") or {}
+    return driver.get("userspace_version") if driver.get("mismatch") else None
+
+
+def _is_forward_compat(client, running):
+    """A libcuda from a CUDA compat folder newer than the module is forward compatibility, which
+    datacenter GPUs support; an older one is a stale compat package."""
+    return client.get("compat") and compare_versions(client.get("library_version"), running) > 0
+
+
+def _mismatched_processes(ctx, running):
+    """{(container, name, version): [clients]} of the processes that mapped libraries of another version."""
+    covered = _host_library_version(ctx)
+    groups = {}
+    for client in (ctx.facts.get("driver_clients") or {}).get("mismatched") or ():
+        version = client.get("library_version")
+        if version in (None, running, covered) or _is_forward_compat(client, running):
+            continue
+        key = (client.get("container_id") or client.get("container"), client.get("name"), version)
+        groups.setdefault(key, []).append(client)
+    return groups
+
+
+def current_client_mismatch_events(ctx, running):
+    """{client version: [events]}: 'API mismatch' lines of the window whose kernel module is the one
+    running now and whose client is of another version. One whose module differs is history (the module
+    was replaced since); one the host-wide mismatch already covers is left to that rule."""
+    covered = _host_library_version(ctx)
+    if (ctx.facts.get("driver") or {}).get("mismatch") and covered is None:
+        return {}  # the host-wide rule reports the log's versions itself when no library version is known
+    by_version = {}
+    for event in ctx.facts.get("kernel_events") or ():
+        if event.get("kind") != "api_mismatch" or event.get("kernel_module_version") != running:
+            continue
+        client = event.get("client_version")
+        if client in (None, running, covered):
+            continue
+        by_version.setdefault(client, []).append(event)
+    return by_version
+
+
+def _client_fix(client, running):
+    path = client.get("library")
+    if client.get("compat"):
+        return ("Remove the stale CUDA compat package that provides %s (apt-get remove / dnf remove cuda-compat-*, "
+                "or drop its folder from LD_LIBRARY_PATH and /etc/ld.so.conf.d) so the process loads the driver's "
+                "own %s libraries, then restart it." % (path, running))
+    if client.get("container"):
+        return ("The container carries its own NVIDIA driver libraries (%s): remove them from the image (no "
+                "cuda-drivers, libnvidia-* or nvidia-utils packages in it, no copied libcuda.so) and run it with the "
+                "NVIDIA container toolkit (docker --gpus, runtimeClassName nvidia or CDI), which injects the host's "
+                "%s libraries; then restart the workload." % (path, running))
+    return ("Libraries of another driver are on this process's library path (%s: a second driver install, a copy "
+            "in the application's folder or LD_LIBRARY_PATH): remove them so it loads the driver's own %s "
+            "libraries, then restart it." % (path, running))
+
+
+def _process_finding(ctx, key, clients, events, running):
+    container, name, version = key
+    first = clients[0]
+    pids = [client.get("pid") for client in clients]
+    where = ("container %s" % (first.get("container_id") or first.get("container"))[:80]) if container else "the host"
+    evidence = {
+        "kernel_module_version": running, "client_version": version, "process_name": name,
+        "pids": pids[:_MAX_LISTED_PROCESSES], "process_count": len(pids), "container": first.get("container"), "container_id": first.get("container_id"),
+        "library": first.get("library"), "compat": bool(first.get("compat")),
+        "kernel_log_events": len(events), "last_logged": events[-1].get("time") if events else None,
+    }
+    return ctx.finding(
+        CLIENT_MISMATCH, "critical", None,
+        "%d process(es) %s (pid %s) in %s loaded driver libraries %s (%s) while the kernel module is %s: their CUDA "
+        "and NVML calls fail, though the host's own nvidia-smi answers"
+        % (len(pids), name or "?", ", ".join(str(pid) for pid in pids[:3]) + (" ..." if len(pids) > 3 else ""),
+           where, version, first.get("library"), running),
+        evidence, _client_fix(first, running))
+
+
+def _log_only_finding(ctx, version, events, running):
+    names = sorted({"%s (pid %s)" % (event["client_process"], event.get("client_pid"))
+                    for event in events if event.get("client_process")})
+    evidence = {"kernel_module_version": running, "client_version": version, "kernel_log_events": len(events),
+                "first_logged": events[0].get("time"), "last_logged": events[-1].get("time"),
+                "clients": names[:_MAX_LISTED_PROCESSES]}
+    last = events[-1].get("time") or "at an unknown time"
+    clients = ", " + ", ".join(names[:3]) if names else ""
+    return ctx.finding(
+        CLIENT_MISMATCH, "warning", None,
+        "The kernel module %s refused a client with driver libraries %s %d time(s) in the window (last %s%s); no "
+        "running process maps them now" % (running, version, len(events), last, clients),
+        evidence,
+        "Find the workload that starts with driver libraries %s: usually a container image that bundles its own "
+        "(remove them and run it with the NVIDIA container toolkit, which injects the host's %s libraries) or a "
+        "stale cuda-compat package on its library path (remove it); journalctl -k | grep 'API mismatch' shows "
+        "when it happens." % (version, running))
+
+
+@rule(CLIENT_MISMATCH, "driver", "critical",
+      "A workload loaded NVIDIA driver libraries of another version than the kernel module (its own driver libraries "
+      "in a container, a stale CUDA compat package); critical while such a process runs, warning when only the "
+      "kernel log shows it")
+def client_library_mismatch(ctx):
+    # critical: a running process whose every CUDA/NVML call fails, on a host whose own checks all pass, so
+    # nothing else reports it, and it stays broken until the image or package is fixed. warning: only the
+    # log shows a refused client in the window; it may have been a one-off start that is gone.
+    running = running_driver_version(ctx)
+    if not running:
+        return ()
+    events = current_client_mismatch_events(ctx, running)
+    findings = []
+    for key, clients in sorted(_mismatched_processes(ctx, running).items(), key=lambda item: str(item[0])):
+        findings.append(_process_finding(ctx, key, clients, events.pop(key[2], []), running))
+    for version, version_events in sorted(events.items()):
+        findings.append(_log_only_finding(ctx, version, version_events, running))
+    return findings
+
+
 def _required_toolkits(ctx):
     """(version, where) for installed toolkits and policy cuda.toolkits_required, de-duplicated."""
     seen, result = set(), []

@@ -16,8 +16,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import n
     (["min"], ["driver", "gpus"]),
     (["driver"], ["driver"]),
     (["mig"], ["driver", "gpus", "mig"]),
-    (["all", "!kernel_log"], ["driver", "gpus", "processes", "mig", "nvlink", "host"]),
-    (["!host"], ["driver", "gpus", "processes", "mig", "nvlink", "kernel_log"]),
+    (["all", "!kernel_log"], ["driver", "gpus", "processes", "mig", "nvlink", "host", "driver_clients"]),
+    (["!host"], ["driver", "gpus", "processes", "mig", "nvlink", "kernel_log", "driver_clients"]),
     (["host"], ["host"]),
 ])
 def test_gather_subset_resolves_like_setup(requested, expected):
