@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import re
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 SOURCES = ("nvml", "nvidia_smi", "replay", "none")
 
@@ -44,6 +44,8 @@ def new_facts():
         "collection_seconds": 0.0,
         "gather_subset": [],
         "nvidia_present": False,
+        "nvidia_evidence": [],
+        "collection": {"status": "complete", "reasons": []},
         "driver": {
             "version": None,
             "nvml_version": None,

@@ -187,10 +187,53 @@ ansible_facts:
           type: list
           elements: str
         nvidia_present:
-          description: 'False when neither NVML nor nvidia-smi answered: no NVIDIA stack on this host (a fact, not
-            a failure).'
+          description: 'True when NVML or nvidia-smi answered (or reported a driver/library mismatch). False when
+            neither answered: with nvidia_evidence empty the host has no NVIDIA stack (a fact, not a failure); with
+            evidence, collection.status is failed and says why.'
           returned: success
           type: bool
+        nvidia_evidence:
+          description: 'Signs of NVIDIA hardware or software read without NVML or nvidia-smi (only with the driver
+            subset): PCI functions of vendor 0x10de in sysfs, the nvidia kernel module, /proc/driver/nvidia/version,
+            nvidia-smi on PATH, libnvidia-ml. Empty on a host that really has no NVIDIA stack. Added in 1.1.'
+          returned: always
+          type: list
+          elements: dict
+          contains:
+            kind:
+              description: 'pci_device: a PCI function of vendor 0x10de (at most 64 are listed); kernel_module:
+                the nvidia module is loaded; proc_driver: /proc/driver/nvidia/version exists; binary: nvidia-smi
+                is on PATH; library: libnvidia-ml.so.1 is installed. One of: pci_device, kernel_module, proc_driver,
+                binary, library.'
+              returned: success
+              type: str
+            path:
+              description: 'Where it was seen: the sysfs folder, file or program path.'
+              returned: success
+              type: str
+            detail:
+              description: PCI class, the first line of the driver version file, or the program name.
+              returned: success
+              type: str
+        collection:
+          description: Whether this collection read what it was asked for. Added in 1.1.
+          returned: always
+          type: dict
+          contains:
+            status:
+              description: 'complete: everything asked for was read (on a host without an NVIDIA stack, that there
+                is none). partial: a backend answered but some of it could not be read: the collection timeout was
+                reached, a command was killed at its timeout, NVML stopped answering, nvidia-smi printed a partial
+                report, or the kernel log could not be read on an NVIDIA host. failed: NVIDIA hardware or software
+                is present (nvidia_evidence) or a driver/library mismatch was seen, but no GPU facts could be read.
+                One of: complete, partial, failed.'
+              returned: success
+              type: str
+            reasons:
+              description: What could not be read and why, one line each (at most 500 characters); empty when complete.
+              returned: always
+              type: list
+              elements: str
         driver:
           description: Driver, NVML and CUDA versions of the host, and whether the kernel module and userspace library
             agree.

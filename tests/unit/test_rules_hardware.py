@@ -417,7 +417,7 @@ def test_lost_gpu_skips_per_gpu_rules():
 def test_every_registered_rule_is_exercised_by_a_rule_test():
     folder = os.path.dirname(os.path.abspath(__file__))
     text = ""
-    for name in ("hardware", "driver", "scheduling", "workload"):
+    for name in ("hardware", "driver", "scheduling", "workload", "collection"):
         with open(os.path.join(folder, "test_rules_%s.py" % name)) as handle:
             text += handle.read()
     missing = [rule_id for rule_id in RULES if '"%s"' % rule_id not in text]
