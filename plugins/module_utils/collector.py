@@ -16,7 +16,7 @@ import threading
 import time
 
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
-    add_error, new_facts, normalize_pci_bus_id)
+    add_error, drop_impossible_readings, new_facts, normalize_pci_bus_id)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_facts import (
     collect_host, collect_pcie_aer, read_kernel_module_version)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import (
@@ -130,6 +130,7 @@ class Collection:
         kernel_log_read = None
         if "driver" in self.subsets:
             answered = self._collect_gpus(host, facts)
+            drop_impossible_readings(facts)
             facts["driver"]["kernel_module_version"] = read_kernel_module_version(host)
             facts["nvidia_evidence"] = collect_nvidia_evidence(host)
             name_lost_gpus(host, facts)

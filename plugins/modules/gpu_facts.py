@@ -890,7 +890,10 @@ ansible_facts:
               type: str
         errors:
           description: 'Every query that failed: the GPU (index or null), the call and the reason. Not-supported
-            values are null without an entry.'
+            values are null without an entry. A reading that cannot be true (a temperature outside 0..200 C, negative
+            memory, power, clocks or counters, a percentage outside 0..100, used, free or reserved memory above
+            the total) is null, with an entry whose call is ''reading <field>'' (for example ''reading temperature.gpu_c'');
+            since 1.1.'
           returned: always
           type: list
           elements: dict
