@@ -820,7 +820,10 @@ ansible_facts:
                   returned: success
                   type: bool
         xid_events:
-          description: NVRM Xid lines from the kernel log within kernel_log_window_hours.
+          description: 'NVRM Xid lines from the kernel log within kernel_log_window_hours: the first 5 and the last
+            5 of each Xid and GPU, in log order (since 1.1; counts of all of them are in kernel_log.groups). Only
+            lines whose message field starts with NVRM count, from the kernel: text of other senders or quoted later
+            in a message is not an event. Control characters in the text are written as \xNN.'
           returned: always
           type: list
           elements: dict
@@ -859,7 +862,7 @@ ansible_facts:
               type: str
         kernel_events:
           description: 'Other NVIDIA kernel log events: GPU fallen off the bus without an Xid line, API (driver/library)
-            mismatch.'
+            mismatch. The first 5 and the last 5 of each kind and GPU, in log order (since 1.1; counts in kernel_log.groups).'
           returned: always
           type: list
           elements: dict
@@ -888,6 +891,98 @@ ansible_facts:
               description: The message, continuation lines joined.
               returned: success
               type: str
+        kernel_log:
+          description: 'How the kernel log was read and how its events were bounded (with the kernel_log subset;
+            added in 1.1). Events are grouped per Xid and GPU (xid_event) and per kind and GPU (kernel_event). Of
+            each group the first 5 and the last 5 events are kept whole in xid_events / kernel_events; the others
+            are only counted: groups[].count is the exact number of events of the group in the collection window,
+            groups[].dropped counts the events that were not kept, by hour, so a shorter window on the controller
+            can still count them. At most 64 Xid groups and 32 kernel-event groups are made; events of further groups
+            are only counted in ungrouped. Whenever events were dropped or ungrouped an entry in errors (call ''kernel
+            log'') says so.'
+          returned: always
+          type: dict
+          contains:
+            source:
+              description: 'What was read; none when no source could be read. One of: journalctl, dmesg, files,
+                none.'
+              returned: success
+              type: str
+            events:
+              description: Events found in the window, kept or not.
+              returned: success
+              type: int
+            kept:
+              description: Events kept whole in xid_events and kernel_events.
+              returned: success
+              type: int
+            dropped:
+              description: Events of a group that were only counted (groups[].dropped).
+              returned: success
+              type: int
+            ungrouped:
+              description: Events beyond the group limits, only counted here.
+              returned: success
+              type: int
+            groups:
+              description: One entry per group, in the order first seen.
+              returned: always
+              type: list
+              elements: dict
+              contains:
+                kind:
+                  description: 'xid for Xid events, else the kernel_event kind. One of: xid, fallen_off_bus, api_mismatch.'
+                  returned: success
+                  type: str
+                xid:
+                  description: The Xid number (kind xid), else null.
+                  returned: success
+                  type: int
+                pci_bus_id:
+                  description: The GPU, as in the events; null when the log names none.
+                  returned: success
+                  type: str
+                count:
+                  description: Every event of the group in the collection window.
+                  returned: success
+                  type: int
+                kept:
+                  description: How many of them are in xid_events / kernel_events (at most 10).
+                  returned: success
+                  type: int
+                first_time:
+                  description: Time of the first event of the group that had one.
+                  returned: success
+                  type: str
+                last_time:
+                  description: Time of the last event of the group that had one.
+                  returned: success
+                  type: str
+                dropped:
+                  description: The events of the group that were counted but not kept.
+                  returned: always
+                  type: dict
+                  contains:
+                    count:
+                      description: How many.
+                      returned: success
+                      type: int
+                    untimed:
+                      description: Of them, those without an ISO 8601 time (raw seconds since boot).
+                      returned: success
+                      type: int
+                    by_hour:
+                      description: Counts per UTC hour, keyed YYYY-MM-DDTHH (the 168 latest hours).
+                      returned: always
+                      type: dict
+                    older:
+                      description: Counts of hours older than by_hour holds, summed.
+                      returned: success
+                      type: int
+                    older_until_hour:
+                      description: The latest hour summed into older (YYYY-MM-DDTHH), null when none.
+                      returned: success
+                      type: str
         errors:
           description: 'Every query that failed: the GPU (index or null), the call and the reason. Not-supported
             values are null without an entry. A reading that cannot be true (a temperature outside 0..200 C, negative
