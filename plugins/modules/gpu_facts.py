@@ -17,7 +17,15 @@ description:
     C(docs/schema/gpu_facts.schema.json).
   - GPU facts come from NVML through C(pynvml) (package C(nvidia-ml-py)) when it is importable, else from
     C(nvidia-smi -q -x). Host facts come from C(/proc), C(/sys), C(/etc), C(systemctl) and the kernel log.
-  - A host without an NVIDIA stack is not a failure; O(source=auto) then returns C(nvidia_present=false).
+  - A host without an NVIDIA stack is not a failure; O(source=auto) then returns C(nvidia_present=false) with an
+    empty C(nvidia_evidence).
+  - A host with NVIDIA hardware or software (C(nvidia_evidence)) whose GPU backends did not answer returns
+    C(collection.status=failed) with the reasons; a collection that was cut short returns V(partial). The
+    module itself still succeeds, so that the audit reports the host instead of losing it.
+  - Kernel log events are bounded; the first and last 5 of each Xid and GPU are kept, the counts of all of them
+    are in C(kernel_log).
+  - Readings that cannot be true (negative temperatures, memory or counters, used memory above the total) are
+    null with an entry in C(errors).
   - A query that fails (a GPU that fell off the bus, a call the GPU does not support, a hung command)
     sets that value to null and adds an entry to C(errors); the other values and GPUs are still returned.
   - Never uses a shell and changes nothing on the host. External commands are found on the remote C(PATH).
@@ -48,14 +56,19 @@ options:
     default: [all]
   timeout:
     description:
-      - Seconds the whole collection may take. When it runs out, what was read so far is returned and the
-        missing parts are listed in C(errors).
+      - Seconds the whole collection may take, whatever the commands and NVML do. When it runs out, what was
+        read so far is returned, the missing parts are listed in C(errors), C(collection.status) is V(partial)
+        (or V(failed) when no GPU facts could be read) and C(collection.reasons) says what was cut.
+      - A command still running then is killed with its whole process group; reading its output stops even
+        when a child that left the group keeps the pipe open, and a process that cannot be killed (stuck in
+        the kernel, as nvidia-smi on a GPU that fell off the bus) is left behind. Commands not yet started
+        are not started. An NVML call that hangs is left behind in its thread.
     type: int
     default: 60
   command_timeout:
     description:
-      - Seconds one external command (C(nvidia-smi), C(journalctl), C(systemctl), ...) may run before it is
-        killed and reported in C(errors).
+      - Seconds one external command (C(nvidia-smi), C(journalctl), C(systemctl), ...) may run before it and
+        its process group are killed and it is reported in C(errors). Never more than what is left of O(timeout).
     type: int
     default: 20
   kernel_log_source:
