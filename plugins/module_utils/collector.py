@@ -16,7 +16,7 @@ import threading
 import time
 
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
-    add_error, drop_impossible_readings, new_facts, normalize_pci_bus_id)
+    add_error, drop_impossible_readings, new_facts, normalize_pci_bus_id, printable)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_facts import (
     collect_host, collect_pcie_aer, read_kernel_module_version)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import (
@@ -357,6 +357,7 @@ def _error_text(error):
 
 
 def _clip(text, limit=500):
+    text = printable(text)
     return text if len(text) <= limit else text[:limit] + "..."
 
 

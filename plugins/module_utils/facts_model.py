@@ -119,6 +119,17 @@ def new_process(pid):
     }
 
 
+# C0 and C1 control characters: text read from the host never reaches a terminal or a report raw
+_CONTROL_RE = re.compile(u"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(value):
+    """Text with its control characters written as \\xNN; anything else unchanged."""
+    if not isinstance(value, str) or _CONTROL_RE.search(value) is None:
+        return value
+    return _CONTROL_RE.sub(lambda match: "\\x%02x" % ord(match.group(0)), value)
+
+
 def add_error(facts, gpu, call, reason, code=None):
     facts["errors"].append({"gpu": gpu, "call": call, "reason": str(reason), "code": code})
 

@@ -22,7 +22,7 @@ import re
 import time
 
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
-    add_error, normalize_pci_bus_id)
+    add_error, normalize_pci_bus_id, printable)
 
 _MONTHS = {name: number for number, name in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
@@ -414,16 +414,6 @@ MAX_KERNEL_GROUPS = 32
 # Hours of dropped events counted one by one; older ones are summed.
 MAX_HOUR_BUCKETS = 168
 _ISO_HOUR_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d")
-# C0 and C1 control characters; text from the log never reaches a terminal or a report raw
-_CONTROL_RE = re.compile(u"[\x00-\x1f\x7f-\x9f]")
-
-
-def _printable(value):
-    if not isinstance(value, str) or _CONTROL_RE.search(value) is None:
-        return value
-    return _CONTROL_RE.sub(lambda match: "\\x%02x" % ord(match.group(0)), value)
-
-
 class _Group:
     __slots__ = ("kind", "xid", "pci_bus_id", "count", "first_time", "last_time", "head", "tail",
                  "dropped", "untimed", "by_hour", "older", "older_until")
@@ -488,7 +478,7 @@ class EventBounds:
 
     def add(self, kind, event):
         self._sequence += 1
-        event = dict((key, _printable(value)) for key, value in event.items())
+        event = dict((key, printable(value)) for key, value in event.items())
         if kind == "xid":
             key = ("xid", event["xid"], event["pci_bus_id"])
         else:

@@ -130,3 +130,17 @@ def test_invalid_utf8_in_a_unit_state_or_a_proc_comm_costs_only_that_value(tmp_p
     persistenced = facts["host"]["services"]["persistenced"]
     assert persistenced["state"] == "unknown" and persistenced["enabled"] is True
     json.dumps(facts, ensure_ascii=False).encode("utf-8")
+
+
+def test_control_characters_in_a_failure_reason_are_written_out(tmp_path):
+    path = tmp_path / "nvidia-smi"
+    path.write_bytes(b"#!/bin/sh\nprintf 'boom\\033[2J\\033]0;owned\\007\\n' >&2\nexit 3\n")
+    path.chmod(0o755)
+    host = ReplayHost({"files": {"/proc/driver/nvidia/version": "NVRM version: NVIDIA UNIX Kernel Module  550.54.15\n"}})
+    live = LiveHost(find_bin={"nvidia-smi": str(path)}.get)
+    host.find_bin, host.run = live.find_bin, live.run
+    facts = collector.Collection(source="nvidia_smi", gather_subset=["min"], host=host).run()[0]
+    assert facts["collection"]["status"] == "failed"
+    (reason,) = [reason for reason in facts["collection"]["reasons"] if "boom" in reason]
+    assert "\x1b" not in reason and "\x07" not in reason
+    assert "boom\\x1b[2J\\x1b]0;owned\\x07" in reason
