@@ -177,3 +177,29 @@ def test_no_time_left_means_no_start(tmp_path, timeout):
     command = script(tmp_path, "late", 'touch "%s"\n' % marker)
     result = run_bounded([command], timeout)
     assert result.timed_out
+
+
+def test_the_module_answers_within_its_timeout_when_the_commands_hang(tmp_path, monkeypatch, capsys):
+    """The gpu_facts module itself, with an nvidia-smi whose child holds the pipe and a journalctl that
+    ignores SIGTERM: it returns valid JSON within its timeout, the facts it could read and the reasons."""
+    import json  # pylint: disable=import-outside-toplevel
+    from ansible.module_utils.testing import patch_module_args  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpufleet.core.plugins.modules import gpu_facts  # pylint: disable=import-outside-toplevel
+    from tests.unit.schema_check import assert_valid_facts  # pylint: disable=import-outside-toplevel
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    script(folder, "nvidia-smi", "sleep 60 & echo '<?xml version=\"1.0\" ?>'; wait\n")
+    script(folder, "journalctl", "trap '' TERM; sleep 60\n")
+    script(folder, "dmesg", "sleep 60\n")
+    monkeypatch.setenv("PATH", "%s:%s" % (folder, os.environ["PATH"]))
+    started = time.monotonic()
+    with patch_module_args({"source": "nvidia_smi", "timeout": 2, "gather_subset": ["all", "!host"]}):
+        with pytest.raises(SystemExit):
+            gpu_facts.main()
+    took = time.monotonic() - started
+    facts = json.loads(capsys.readouterr().out)["ansible_facts"]["gpufleet"]
+    assert took < 2 + MARGIN
+    assert_valid_facts(facts)
+    assert facts["collection"]["status"] == "failed"
+    assert any(reason.startswith("nvidia-smi -q -x: timed out") for reason in facts["collection"]["reasons"])
+    assert any("collection timeout of 2s was reached" in reason for reason in facts["collection"]["reasons"])
