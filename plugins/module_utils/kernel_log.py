@@ -414,6 +414,8 @@ MAX_KERNEL_GROUPS = 32
 # Hours of dropped events counted one by one; older ones are summed.
 MAX_HOUR_BUCKETS = 168
 _ISO_HOUR_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d")
+
+
 class _Group:
     __slots__ = ("kind", "xid", "pci_bus_id", "count", "first_time", "last_time", "head", "tail",
                  "dropped", "untimed", "by_hour", "older", "older_until")

@@ -62,15 +62,15 @@ def test_a_process_named_like_an_xid_stays_the_name_of_its_own_event():
 
 
 def test_the_journal_is_read_from_the_kernel_transport_only():
-    argv = []
+    calls = []
 
     class Host(ReplayHost):
-        def run(self, command, timeout):
-            argv.append(command)
-            return ReplayHost.run(self, command, timeout)
+        def run(self, argv, timeout):
+            calls.append(argv)
+            return ReplayHost.run(self, argv, timeout)
 
     collect_kernel_log(Host({"bins": {"journalctl": "/usr/bin/journalctl"}}), new_facts(), source="journalctl")
-    assert argv[0][1] == "_TRANSPORT=kernel"
+    assert calls[0][1] == "_TRANSPORT=kernel"
 
 
 def test_invalid_utf8_and_control_characters_cost_only_their_field(tmp_path):
