@@ -17,12 +17,13 @@ import time
 
 from ansible_collections.gpufleet.core.plugins.module_utils.driver_clients import collect_driver_clients
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
-    add_error, new_facts, normalize_pci_bus_id)
+    add_error, drop_impossible_readings, new_facts, normalize_pci_bus_id, printable)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_facts import (
     collect_host, collect_pcie_aer, read_kernel_module_version)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import (
-    RecordingHost, ReplayHost)
+    DeadlineHost, RecordingHost, ReplayHost, command_key)
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import collect_kernel_log
+from ansible_collections.gpufleet.core.plugins.module_utils.nvidia_presence import collect_nvidia_evidence
 from ansible_collections.gpufleet.core.plugins.module_utils.nvml_collect import collect_nvml
 from ansible_collections.gpufleet.core.plugins.module_utils.nvml_fixture import (
     FixtureMiss, RecordingLibrary, ReplayLibrary, Scrubber, fixture_document, use_library)
@@ -110,6 +111,7 @@ class Collection:
         self.host = host
         self.nvml_library = nvml_library
         self._deadline = None
+        self._deadline_reached = False
         self._nvml_recorder = None
         self._scrubber = Scrubber() if record and scrub else None
 
@@ -123,32 +125,41 @@ class Collection:
         started = time.monotonic()
         self._deadline = started + self.timeout
         facts = new_facts()
-        host = self._host()
+        recorded_host = self._host()
+        host = _WatchedHost(recorded_host, self._deadline)
         # a replayed host answers with the time it was recorded: the facts describe that moment
         facts["collected_at"] = datetime.datetime.fromtimestamp(
             host.now(), datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         facts["gather_subset"] = list(self.subsets)
 
+        answered = False
+        kernel_log_read = None
         if "driver" in self.subsets:
-            self._collect_gpus(host, facts)
+            answered = self._collect_gpus(host, facts)
+            drop_impossible_readings(facts)
             facts["driver"]["kernel_module_version"] = read_kernel_module_version(host)
+            facts["nvidia_evidence"] = collect_nvidia_evidence(host)
             name_lost_gpus(host, facts)
         if "host" in self.subsets:
             collect_host(host, facts, extra_services=self.services, timeout=self.step_timeout())
             if facts["gpus"]:
                 collect_pcie_aer(host, facts)
         if "kernel_log" in self.subsets:
-            collect_kernel_log(host, facts, source=self.kernel_log_source, files=self.kernel_log_files,
-                               window_hours=self.kernel_log_window_hours, timeout=self.step_timeout())
+            kernel_log_read = collect_kernel_log(
+                host, facts, source=self.kernel_log_source, files=self.kernel_log_files,
+                window_hours=self.kernel_log_window_hours, timeout=self.step_timeout())
         if "driver_clients" in self.subsets:
             collect_driver_clients(host, facts, timeout=self.step_timeout())
         settle_driver_mismatch(facts)
         prune_unrequested(facts, self.subsets)
+        facts["collection"] = collection_status(
+            facts, self.subsets, answered, kernel_log_read, host.stopped_commands,
+            self.timeout if (self._deadline_reached or host.deadline_reached) else None)
         if self.fixture is not None:
             facts["replay_of"] = facts["source"] if facts["nvidia_present"] else None
             facts["source"] = "replay"
         facts["collection_seconds"] = round(time.monotonic() - started, 3)
-        return facts, (self._fixture_document(host, facts) if self.record else None)
+        return facts, (self._fixture_document(recorded_host, facts) if self.record else None)
 
     def _host(self):
         if self.fixture is not None:
@@ -165,8 +176,10 @@ class Collection:
         return [self.source]
 
     def _collect_gpus(self, host, facts):
+        """True when a backend answered."""
         for backend in self._backends():
             if self.remaining() <= 0:
+                self._deadline_reached = True
                 add_error(facts, None, backend, "collection timeout of %ss reached" % self.timeout)
                 break
             if backend == "nvml":
@@ -176,10 +189,11 @@ class Collection:
             if answered:
                 facts["source"] = backend
                 facts["nvidia_present"] = True
-                return
+                return True
             if facts["driver"]["mismatch"]:
                 facts["nvidia_present"] = True
-                return
+                return False
+        return False
 
     def _collect_nvml(self, facts):
         pynvml = self.pynvml
@@ -239,6 +253,7 @@ class Collection:
         facts["gpus"].extend(scratch["gpus"])
         facts["errors"].extend(scratch["errors"])
         if hung:
+            self._deadline_reached = True
             add_error(facts, None, "nvml", "NVML did not answer within the %ss collection timeout" % self.timeout)
             return bool(facts["gpus"])
         if "miss" in outcome:
@@ -276,6 +291,87 @@ class Collection:
                 if result.get(stream):
                     result[stream] = self._scrubber.free_text(result[stream])
         return recorded
+
+
+class _WatchedHost(DeadlineHost):
+    """The collection's host: every command shares the collection deadline, and the commands that
+    were stopped (timed out, killed, or not started because the time was up) are remembered."""
+
+    def __init__(self, inner, deadline):
+        DeadlineHost.__init__(self, inner, deadline)
+        self.stopped_commands = []
+        self.deadline_reached = False
+
+    def run(self, argv, timeout):
+        result = DeadlineHost.run(self, argv, timeout)
+        if result.timed_out:
+            self.deadline_reached = self.deadline_reached or time.monotonic() >= self._deadline
+            self.stopped_commands.append("%s: %s" % (command_key(argv), result.describe_failure()))
+        return result
+
+
+# errors of these calls say why no GPU backend answered
+_BACKEND_CALLS = ("import pynvml", "load " + NVML_LIBRARY, "nvmlInit", "nvml", "collect_nvml", "nvidia-smi -q -x")
+_PARTIAL_REPORT = "with a partial report"
+
+
+def collection_status(facts, subsets, answered, kernel_log_read, stopped_commands, timeout_reached):
+    """{status, reasons}: complete, partial (some of what was asked for could not be read) or failed
+    (NVIDIA hardware or software is present, or a mismatch was seen, but no GPU facts could be read)."""
+    reasons = []
+    stack_seen = answered or bool(facts.get("nvidia_evidence")) or facts["driver"]["mismatch"]
+    failed = "driver" in subsets and stack_seen and not answered
+    if failed:
+        reasons.extend(_backend_failures(facts))
+    elif answered:
+        reasons.extend(_partial_gpu_reads(facts))
+    if timeout_reached is not None:
+        reasons.append("the collection timeout of %ss was reached; what was read until then is kept"
+                       % timeout_reached)
+    reasons.extend(reason for reason in stopped_commands if reason not in reasons)
+    if stack_seen and kernel_log_read == "none":
+        reasons.append("kernel log: no source could be read (%s)" % "; ".join(
+            _error_text(error) for error in facts["errors"] if _is_kernel_log_error(error)) or "no details")
+    status = "failed" if failed else ("partial" if reasons else "complete")
+    return {"status": status, "reasons": [_clip(reason) for reason in _unique(reasons)]}
+
+
+def _backend_failures(facts):
+    driver = facts["driver"]
+    if driver["mismatch"]:
+        return ["GPU facts: the driver refuses to answer: %s" % driver["mismatch_reason"]]
+    failures = ["GPU facts: %s" % _error_text(error) for error in facts["errors"]
+                if error["gpu"] is None and error["call"] in _BACKEND_CALLS]
+    if not any(item["kind"] == "binary" for item in facts.get("nvidia_evidence") or ()):
+        failures.append("GPU facts: nvidia-smi is not on PATH")
+    return failures or ["GPU facts: no backend answered"]
+
+
+def _partial_gpu_reads(facts):
+    """A backend that answered but stopped early: NVML hung or ran out of time, nvidia-smi failed
+    half-way through its report."""
+    return ["GPU facts: %s" % _error_text(error) for error in facts["errors"]
+            if error["call"] in ("nvml", "collect_nvml")
+            or (error["call"] == "nvidia-smi -q -x" and _PARTIAL_REPORT in error["reason"])]
+
+
+def _is_kernel_log_error(error):
+    call = error["call"]
+    return call.startswith(("journalctl", "dmesg", "read ", "kernel log"))
+
+
+def _error_text(error):
+    return "%s: %s" % (error["call"], error["reason"])
+
+
+def _clip(text, limit=500):
+    text = printable(text)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _unique(items):
+    seen = set()
+    return [item for item in items if not (item in seen or seen.add(item))]
 
 
 def name_lost_gpus(host, facts):

@@ -21,7 +21,6 @@ import time
 
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import add_error
 from ansible_collections.gpufleet.core.plugins.module_utils.host_facts import read_kernel_module_version
-from ansible_collections.gpufleet.core.plugins.module_utils.host_io import RecordingHost
 
 PROC = "/proc"
 SYS_MODULE_VERSION = "/sys/module/nvidia/version"
@@ -107,9 +106,10 @@ def is_compat_path(path):
 
 def _read_maps(host, path):
     text = host.read_text(path, MAPS_LIMIT)
-    if text is not None and isinstance(host, RecordingHost):
-        # the fixture keeps what the parser needs, not the address space of every process
-        host.files[path] = _nvidia_lines(text)
+    # a recording host (maybe wrapped) keeps what the parser needs, not the address space of every process
+    record_file = getattr(host, "record_file", None)
+    if text is not None and record_file is not None:
+        record_file(path, _nvidia_lines(text))
     return text
 
 

@@ -44,6 +44,8 @@ def new_facts():
         "collection_seconds": 0.0,
         "gather_subset": [],
         "nvidia_present": False,
+        "nvidia_evidence": [],
+        "collection": {"status": "complete", "reasons": []},
         "driver": {
             "version": None,
             "nvml_version": None,
@@ -118,6 +120,17 @@ def new_process(pid):
     }
 
 
+# C0 and C1 control characters: text read from the host never reaches a terminal or a report raw
+_CONTROL_RE = re.compile(u"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(value):
+    """Text with its control characters written as \\xNN; anything else unchanged."""
+    if not isinstance(value, str) or _CONTROL_RE.search(value) is None:
+        return value
+    return _CONTROL_RE.sub(lambda match: "\\x%02x" % ord(match.group(0)), value)
+
+
 def add_error(facts, gpu, call, reason, code=None):
     facts["errors"].append({"gpu": gpu, "call": call, "reason": str(reason), "code": code})
 
@@ -155,3 +168,80 @@ def cuda_version_from_int(value):
     if value is None or value <= 0:
         return None
     return "%d.%d" % (value // 1000, (value % 1000) // 10)
+
+
+# --- readings that cannot be true -------------------------------------------------------
+
+# Die and memory temperatures outside this range are a broken sensor or a garbled answer.
+TEMPERATURE_RANGE_C = (0, 200)
+_NON_NEGATIVE = (
+    ("memory", ("total_mib", "used_mib", "free_mib", "reserved_mib", "bar1_total_mib", "bar1_used_mib")),
+    ("power", ("draw_w", "limit_w", "default_limit_w", "min_limit_w", "max_limit_w")),
+    ("clocks", ("graphics_mhz", "sm_mhz", "memory_mhz", "max_graphics_mhz", "max_sm_mhz", "max_memory_mhz")),
+    ("ecc", ("volatile_corrected", "volatile_uncorrected", "aggregate_corrected", "aggregate_uncorrected")),
+    ("retired_pages", ("single_bit", "double_bit")),
+    ("remapped_rows", ("correctable", "uncorrectable")),
+    ("pcie", ("gen_current", "gen_max", "width_current", "width_max", "replay_counter")),
+)
+_PERCENT = (("utilization", ("gpu_pct", "memory_pct")),)
+# (part, smaller, larger): the smaller cannot exceed the larger
+_AT_MOST = (("memory", "used_mib", "total_mib"), ("memory", "free_mib", "total_mib"),
+            ("memory", "reserved_mib", "total_mib"), ("memory", "bar1_used_mib", "bar1_total_mib"))
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _reject(facts, gpu, field, value, why):
+    add_error(facts, gpu.get("index"), "reading %s" % field,
+              "%r cannot be true (%s); reported as null" % (value, why))
+
+
+def _check_part(facts, gpu, part, names, valid, why):
+    record = gpu.get(part)
+    if not isinstance(record, dict):
+        return
+    for name in names:
+        value = record.get(name)
+        if _is_number(value) and not valid(value):
+            _reject(facts, gpu, "%s.%s" % (part, name), value, why)
+            record[name] = None
+
+
+def _check_gpu(facts, gpu):
+    low, high = TEMPERATURE_RANGE_C
+    _check_part(facts, gpu, "temperature", ("gpu_c", "slowdown_c", "shutdown_c", "memory_c"),
+                lambda value: low <= value <= high, "outside %d..%d C" % (low, high))
+    for part, names in _NON_NEGATIVE:
+        _check_part(facts, gpu, part, names, lambda value: value >= 0, "negative")
+    for part, names in _PERCENT:
+        _check_part(facts, gpu, part, names, lambda value: 0 <= value <= 100, "outside 0..100 %")
+    if _is_number(gpu.get("fan_speed_pct")) and gpu["fan_speed_pct"] < 0:
+        _reject(facts, gpu, "fan_speed_pct", gpu["fan_speed_pct"], "negative")
+        gpu["fan_speed_pct"] = None
+    for part, smaller, larger in _AT_MOST:
+        record = gpu.get(part) or {}
+        if _is_number(record.get(smaller)) and _is_number(record.get(larger)) and record[smaller] > record[larger]:
+            _reject(facts, gpu, "%s.%s" % (part, smaller), record[smaller], "more than %s %r" % (larger, record[larger]))
+            record[smaller] = None
+    for link in gpu.get("nvlinks") or ():
+        errors = link.get("errors") or {}
+        for name, value in errors.items():
+            if _is_number(value) and value < 0:
+                _reject(facts, gpu, "nvlinks[%s].errors.%s" % (link.get("link"), name), value, "negative")
+                errors[name] = None
+    for process in gpu.get("processes") or ():
+        value = process.get("used_memory_mib")
+        if _is_number(value) and value < 0:
+            _reject(facts, gpu, "processes[pid %s].used_memory_mib" % process.get("pid"), value, "negative")
+            process["used_memory_mib"] = None
+
+
+def drop_impossible_readings(facts):
+    """Sets every GPU reading that cannot be true to null, with an error entry naming the field:
+    temperatures outside 0..200 C, negative memory, power, clocks and counters, percentages outside
+    0..100, used (or free, reserved) memory above the total. One place for every backend."""
+    for gpu in facts.get("gpus") or ():
+        _check_gpu(facts, gpu)
+    return facts

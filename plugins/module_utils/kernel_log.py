@@ -22,7 +22,7 @@ import re
 import time
 
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
-    add_error, normalize_pci_bus_id)
+    add_error, normalize_pci_bus_id, printable)
 
 _MONTHS = {name: number for number, name in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
@@ -52,6 +52,18 @@ _FALLEN_PCI_RE = re.compile(r"GPU (?:at )?(?:PCI:)?(?P<pci>%s)" % _PCI)
 _CLIENT_VERSION_RE = re.compile(
     r"the client (?:'(?P<name>[^']{0,64})' \(pid (?P<pid>\d{1,10})\) )?has the version (?P<version>\d+(?:\.\d+)*)")
 _KERNEL_VERSION_RE = re.compile(r"this kernel module has the version (\d+(?:\.\d+)*)")
+
+# The message field of a kernel line: after the time, after "<host> kernel:" where a syslog or journal
+# line names its sender, after a raw "[seconds]" stamp; NVRM must begin it. Text of another sender
+# (a process that logs "NVRM: Xid ..." to syslog) or later in a kernel message (a command line the
+# kernel quotes) is data and never an event.
+_MESSAGE_PREFIX_RE = re.compile(
+    r"(?:(?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?"
+    r"|(?:%s)\s+\d{1,2}\s+\d\d:\d\d:\d\d(?:\.\d+)?)\s+(?:\S+\s+kernel:\s*)?"
+    r"|\[[A-Z][a-z]{2}\s+(?:%s)\s+\d{1,2}\s+\d\d:\d\d:\d\d\s+\d{4}\]\s*"
+    r"|\d+,\d+,\d+,[^;]*;"
+    r"|kernel:\s*)?"
+    r"(?:\[\s*\d+\.\d+\]\s*)?(?=NVRM)" % (_MONTH_ALT, _MONTH_ALT))
 
 FALLEN = "fallen off the bus"
 MISMATCH = "API mismatch"
@@ -228,10 +240,14 @@ def _records(text, clock, cutoff):
             if current is not None and not current.kmsg:
                 current.text += "\n" + line.strip()
             continue
-        start = line.find("NVRM")
-        if start < 0:
+        if "NVRM" not in line:
             current = None
             continue
+        anchored = _MESSAGE_PREFIX_RE.match(line)
+        if anchored is None:
+            current = None
+            continue
+        start = anchored.end()
         epoch, time_text, kmsg = _line_time(line, clock)
         if cutoff is not None and epoch is not None and epoch < cutoff:
             current = None
@@ -257,7 +273,7 @@ def _flatten(text):
 
 def _is_incomplete(flat):
     """Messages the driver prints over several records, cut before the part we need."""
-    if MISMATCH in flat:
+    if flat.startswith(MISMATCH):
         return _KERNEL_VERSION_RE.search(flat) is None
     return flat.startswith("The NVIDIA GPU") and FALLEN not in flat
 
@@ -348,8 +364,32 @@ def _mismatch_event(flat, time_text):
     }
 
 
+def _is_fallen(flat):
+    return flat.startswith(("The NVIDIA GPU", "GPU ")) and FALLEN in flat
+
+
+def iter_kernel_events(text, now=None, window_seconds=None, boot_time=None):
+    """("xid", event) and ("kernel", event) pairs of kernel log text, in log order; see parse_kernel_log."""
+    if not text:
+        return
+    now = time.time() if now is None else now
+    cutoff = now - window_seconds if window_seconds is not None else None
+    clock = _Clock(now, boot_time)
+    pci_cache = {}
+    for record, flat in _joined_records(_records(text, clock, cutoff)):
+        if flat.startswith("Xid"):
+            match = _XID_RE.match(flat)
+            if match:
+                yield "xid", _xid_event(match, record.time, pci_cache)
+        elif _is_fallen(flat):
+            yield "kernel", _fallen_event(flat, record.time)
+        elif flat.startswith(MISMATCH):
+            yield "kernel", _mismatch_event(flat, record.time)
+
+
 def parse_kernel_log(text, now=None, window_seconds=None, boot_time=None):
-    """(xid_events, kernel_events) from kernel log text, in log order.
+    """(xid_events, kernel_events) from kernel log text, in log order, every event (unbounded:
+    collect_kernel_log keeps a bounded sample through EventBounds).
 
     now: epoch seconds (default: the current time), used for the window and to give
     syslog lines their year. window_seconds: drop events older than now - window; events
@@ -357,28 +397,142 @@ def parse_kernel_log(text, now=None, window_seconds=None, boot_time=None):
     /dev/kmsg times. A 'fallen off the bus' message for a GPU that also has an Xid 79
     in the same text is left out: the Xid event already says it.
     """
-    if not text:
-        return [], []
-    now = time.time() if now is None else now
-    cutoff = now - window_seconds if window_seconds is not None else None
-    clock = _Clock(now, boot_time)
     xid_events = []
     kernel_events = []
-    pci_cache = {}
-    for record, flat in _joined_records(_records(text, clock, cutoff)):
-        if flat.startswith("Xid"):
-            match = _XID_RE.match(flat)
-            if match:
-                xid_events.append(_xid_event(match, record.time, pci_cache))
-        elif FALLEN in flat:
-            kernel_events.append(_fallen_event(flat, record.time))
-        elif MISMATCH in flat:
-            kernel_events.append(_mismatch_event(flat, record.time))
+    for kind, event in iter_kernel_events(text, now, window_seconds, boot_time):
+        (xid_events if kind == "xid" else kernel_events).append(event)
+    return xid_events, _without_fallen_of_xid79(xid_events, kernel_events)
+
+
+def _without_fallen_of_xid79(xid_events, kernel_events):
     fallen_with_xid = set(event["pci_bus_id"] for event in xid_events if event["xid"] == 79)
-    if fallen_with_xid:
-        kernel_events = [event for event in kernel_events
-                         if not (event["kind"] == "fallen_off_bus" and event["pci_bus_id"] in fallen_with_xid)]
-    return xid_events, kernel_events
+    if not fallen_with_xid:
+        return kernel_events
+    return [event for event in kernel_events
+            if not (event["kind"] == "fallen_off_bus" and event["pci_bus_id"] in fallen_with_xid)]
+
+
+# --- bounds -----------------------------------------------------------------------------
+
+# Per group (an Xid on one GPU, one kind of kernel event on one GPU): the first and the last few
+# events are kept whole, the others only counted, by hour.
+KEEP_FIRST = 5
+KEEP_LAST = 5
+# Groups beyond these are only counted (a log naming thousands of bus ids is damaged or hostile).
+MAX_XID_GROUPS = 64
+MAX_KERNEL_GROUPS = 32
+# Hours of dropped events counted one by one; older ones are summed.
+MAX_HOUR_BUCKETS = 168
+_ISO_HOUR_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d")
+
+
+class _Group:
+    __slots__ = ("kind", "xid", "pci_bus_id", "count", "first_time", "last_time", "head", "tail",
+                 "dropped", "untimed", "by_hour", "older", "older_until")
+
+    def __init__(self, kind, xid, pci_bus_id):
+        self.kind, self.xid, self.pci_bus_id = kind, xid, pci_bus_id
+        self.count = 0
+        self.first_time = self.last_time = None
+        self.head, self.tail = [], collections.deque()
+        self.dropped = self.untimed = self.older = 0
+        self.by_hour = {}
+        self.older_until = None
+
+    def add(self, sequence, event):
+        self.count += 1
+        moment = event.get("time")
+        if moment is not None:
+            self.first_time = self.first_time or moment
+            self.last_time = moment
+        if len(self.head) < KEEP_FIRST:
+            self.head.append((sequence, event))
+            return
+        if len(self.tail) >= KEEP_LAST:
+            self._drop(self.tail.popleft()[1])
+        self.tail.append((sequence, event))
+
+    def _drop(self, event):
+        self.dropped += 1
+        moment = event.get("time") or ""
+        if not _ISO_HOUR_RE.match(moment):
+            self.untimed += 1
+            return
+        hour = moment[:13]
+        self.by_hour[hour] = self.by_hour.get(hour, 0) + 1
+        if len(self.by_hour) > MAX_HOUR_BUCKETS:
+            oldest = min(self.by_hour)
+            self.older += self.by_hour.pop(oldest)
+            self.older_until = max(self.older_until or oldest, oldest)
+
+    def kept(self):
+        return self.head + list(self.tail)
+
+    def summary(self):
+        return {
+            "kind": self.kind, "xid": self.xid, "pci_bus_id": self.pci_bus_id, "count": self.count,
+            "kept": len(self.head) + len(self.tail), "first_time": self.first_time, "last_time": self.last_time,
+            "dropped": {"count": self.dropped, "untimed": self.untimed,
+                        "by_hour": dict(sorted(self.by_hour.items())), "older": self.older,
+                        "older_until_hour": self.older_until},
+        }
+
+
+class EventBounds:
+    """Takes every event of a kernel log and keeps a bounded sample with exact counts: per group the
+    first KEEP_FIRST and last KEEP_LAST events, the count, the first and last time, and the dropped
+    events counted by hour so a shorter window can still count them."""
+
+    def __init__(self):
+        self._groups = collections.OrderedDict()
+        self._sequence = 0
+        self.ungrouped = {"xid": 0, "kernel": 0}
+
+    def add(self, kind, event):
+        self._sequence += 1
+        event = dict((key, printable(value)) for key, value in event.items())
+        if kind == "xid":
+            key = ("xid", event["xid"], event["pci_bus_id"])
+        else:
+            key = (event["kind"], None, event["pci_bus_id"])
+        group = self._groups.get(key)
+        if group is None:
+            if self._group_count(kind) >= (MAX_XID_GROUPS if kind == "xid" else MAX_KERNEL_GROUPS):
+                self.ungrouped[kind] += 1
+                return
+            group = self._groups[key] = _Group(*key)
+        group.add(self._sequence, event)
+
+    def add_all(self, xid_events, kernel_events):
+        for event in xid_events:
+            self.add("xid", event)
+        for event in kernel_events:
+            self.add("kernel", event)
+
+    def _group_count(self, kind):
+        return sum(1 for key in self._groups if (key[0] == "xid") == (kind == "xid"))
+
+    def _final_groups(self):
+        """Without the 'fallen off the bus' of a GPU that has an Xid 79: the Xid already says it."""
+        fallen_with_xid = set(key[2] for key in self._groups if key[0] == "xid" and key[1] == 79)
+        return [group for key, group in self._groups.items()
+                if not (key[0] == "fallen_off_bus" and key[2] in fallen_with_xid)]
+
+    def result(self):
+        """(xid_events, kernel_events, summary) with the kept events in log order."""
+        groups = self._final_groups()
+        xids = sorted((item for group in groups if group.kind == "xid" for item in group.kept()),
+                      key=lambda item: item[0])
+        kernel = sorted((item for group in groups if group.kind != "xid" for item in group.kept()),
+                        key=lambda item: item[0])
+        summary = {
+            "events": sum(group.count for group in groups) + sum(self.ungrouped.values()),
+            "kept": len(xids) + len(kernel),
+            "dropped": sum(group.dropped for group in groups),
+            "ungrouped": sum(self.ungrouped.values()),
+            "groups": [group.summary() for group in groups],
+        }
+        return [event for _seq, event in xids], [event for _seq, event in kernel], summary
 
 
 # --- collection -------------------------------------------------------------------------
@@ -477,26 +631,41 @@ def _parse_files(host, facts, files, now, window_seconds):
 
 
 def collect_kernel_log(host, facts, source="auto", files=None, window_hours=72, timeout=20):
-    """Appends the window's events to facts['xid_events'] and facts['kernel_events'].
+    """Fills facts['xid_events'] and facts['kernel_events'] with a bounded sample of the window's
+    events (EventBounds) and facts['kernel_log'] with the source, the counts and the groups.
 
     source: auto (journalctl, falling back to dmesg), journalctl, dmesg or files.
     Returns the source actually read ('journalctl', 'dmesg', 'files'), or 'none' when
     none could be read; every failure is an entry in facts['errors'].
     """
+    bounds = EventBounds()
+    read = _read_kernel_log(host, facts, bounds, source, files, window_hours, timeout)
+    xids, kernel, summary = bounds.result()
+    facts["xid_events"].extend(xids)
+    facts["kernel_events"].extend(kernel)
+    summary["source"] = read
+    facts["kernel_log"] = summary
+    if summary["dropped"] or summary["ungrouped"]:
+        add_error(facts, None, "kernel log", "%d events: kept the first %d and last %d of each Xid and GPU (%d kept); "
+                  "%d more only counted, %d beyond %d groups only counted"
+                  % (summary["events"], KEEP_FIRST, KEEP_LAST, summary["kept"], summary["dropped"],
+                     summary["ungrouped"], MAX_XID_GROUPS))
+    return read
+
+
+def _read_kernel_log(host, facts, bounds, source, files, window_hours, timeout):
     if source not in SOURCES:
         add_error(facts, None, "kernel log", "unknown source %r; allowed: %s" % (source, ", ".join(SOURCES)))
         return "none"
     now = host.now()
     window_seconds = window_hours * 3600.0 if window_hours is not None else None
     if source == "files":
-        xids, kernel = _parse_files(host, facts, files, now, window_seconds)
-        facts["xid_events"].extend(xids)
-        facts["kernel_events"].extend(kernel)
+        bounds.add_all(*_parse_files(host, facts, files, now, window_seconds))
         return "files"
     if source in ("auto", "journalctl"):
         text = _run_journalctl(host, facts, window_hours, timeout)
         if text is not None:
-            _extend(facts, parse_kernel_log(text, now=now, window_seconds=window_seconds))
+            _stream(bounds, iter_kernel_events(text, now=now, window_seconds=window_seconds))
             return "journalctl"
         if source == "journalctl":
             return "none"
@@ -504,11 +673,10 @@ def collect_kernel_log(host, facts, source="auto", files=None, window_hours=72, 
     if answer is None:
         return "none"
     text, boot_time = answer
-    _extend(facts, parse_kernel_log(text, now=now, window_seconds=window_seconds, boot_time=boot_time))
+    _stream(bounds, iter_kernel_events(text, now=now, window_seconds=window_seconds, boot_time=boot_time))
     return "dmesg"
 
 
-def _extend(facts, parsed):
-    xids, kernel = parsed
-    facts["xid_events"].extend(xids)
-    facts["kernel_events"].extend(kernel)
+def _stream(bounds, events):
+    for kind, event in events:
+        bounds.add(kind, event)

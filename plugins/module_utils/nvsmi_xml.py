@@ -59,6 +59,12 @@ _INT_RE = re.compile(r"^-?\d{1,18}$")
 _VERSION_RE = re.compile(r"^\d+(?:\.\d+)*$")
 _PSTATE_RE = re.compile(r"^P\d{1,2}$")
 _DOCTYPE_RE = re.compile(r"<!DOCTYPE[^<>\[\]]*>")
+# Characters XML 1.0 does not allow; a process name may hold any of them.
+_XML_INVALID_RE = re.compile(u"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+# A process name is the one value of the report its process chooses: on its line, everything between
+# the tags is text, even markup ('</process_name></gpu><gpu ...>' must not make a GPU).
+_PROCESS_NAME_RE = re.compile(r"(<process_name>)(.*)(</process_name>)")
+_BARE_AMPERSAND_RE = re.compile(r"&(?!(?:amp|lt|gt|quot|apos|#\d+|#x[0-9a-fA-F]+);)")
 _MISMATCH_RE = re.compile(r"^.*Driver/library version mismatch.*$", re.MULTILINE)
 _NVML_LIBRARY_RE = re.compile(r"NVML library version:\s*([0-9][0-9.]*[0-9])")
 _NO_HANDLE_RE = re.compile(
@@ -167,10 +173,17 @@ def _xml_body(text):
     if "<!ENTITY" in body:
         raise NvidiaSmiParseError("entity declarations are not accepted in nvidia-smi XML")
     body = _DOCTYPE_RE.sub("", body, count=1)
+    body = _XML_INVALID_RE.sub(u"\ufffd", body)
+    body = _PROCESS_NAME_RE.sub(_escaped_process_name, body)
     end = body.rfind("</nvidia_smi_log>")
     if end >= 0:
         body = body[:end + len("</nvidia_smi_log>")]
     return body
+
+
+def _escaped_process_name(match):
+    name = _BARE_AMPERSAND_RE.sub("&amp;", match.group(2)).replace("<", "&lt;").replace(">", "&gt;")
+    return match.group(1) + name + match.group(3)
 
 
 def _parse_root(text):

@@ -17,7 +17,15 @@ description:
     C(docs/schema/gpu_facts.schema.json).
   - GPU facts come from NVML through C(pynvml) (package C(nvidia-ml-py)) when it is importable, else from
     C(nvidia-smi -q -x). Host facts come from C(/proc), C(/sys), C(/etc), C(systemctl) and the kernel log.
-  - A host without an NVIDIA stack is not a failure; O(source=auto) then returns C(nvidia_present=false).
+  - A host without an NVIDIA stack is not a failure; O(source=auto) then returns C(nvidia_present=false) with an
+    empty C(nvidia_evidence).
+  - A host with NVIDIA hardware or software (C(nvidia_evidence)) whose GPU backends did not answer returns
+    C(collection.status=failed) with the reasons; a collection that was cut short returns V(partial). The
+    module itself still succeeds, so that the audit reports the host instead of losing it.
+  - Kernel log events are bounded; the first and last 5 of each Xid and GPU are kept, the counts of all of them
+    are in C(kernel_log).
+  - Readings that cannot be true (negative temperatures, memory or counters, used memory above the total) are
+    null with an entry in C(errors).
   - A query that fails (a GPU that fell off the bus, a call the GPU does not support, a hung command)
     sets that value to null and adds an entry to C(errors); the other values and GPUs are still returned.
   - Never uses a shell and changes nothing on the host. External commands are found on the remote C(PATH).
@@ -52,14 +60,19 @@ options:
     default: [all]
   timeout:
     description:
-      - Seconds the whole collection may take. When it runs out, what was read so far is returned and the
-        missing parts are listed in C(errors).
+      - Seconds the whole collection may take, whatever the commands and NVML do. When it runs out, what was
+        read so far is returned, the missing parts are listed in C(errors), C(collection.status) is V(partial)
+        (or V(failed) when no GPU facts could be read) and C(collection.reasons) says what was cut.
+      - A command still running then is killed with its whole process group; reading its output stops even
+        when a child that left the group keeps the pipe open, and a process that cannot be killed (stuck in
+        the kernel, as nvidia-smi on a GPU that fell off the bus) is left behind. Commands not yet started
+        are not started. An NVML call that hangs is left behind in its thread.
     type: int
     default: 60
   command_timeout:
     description:
-      - Seconds one external command (C(nvidia-smi), C(journalctl), C(systemctl), ...) may run before it is
-        killed and reported in C(errors).
+      - Seconds one external command (C(nvidia-smi), C(journalctl), C(systemctl), ...) may run before it and
+        its process group are killed and it is reported in C(errors). Never more than what is left of O(timeout).
     type: int
     default: 20
   kernel_log_source:
@@ -161,7 +174,8 @@ ansible_facts:
     gpufleet:
       description: 'Facts returned by gpufleet.core.gpu_facts. Schema version 1.x: fields are only added within
         a major version. A value that the backend could not read is null, never invented; the reason is in errors[].
-        1.1 added driver_clients and kernel_events[].client_process and client_pid.'
+        1.1 added nvidia_evidence, collection, kernel_log (bounded kernel-log events with counts), driver_clients
+        and kernel_events[].client_process and client_pid.'
       returned: always
       type: dict
       contains:
@@ -192,10 +206,53 @@ ansible_facts:
           type: list
           elements: str
         nvidia_present:
-          description: 'False when neither NVML nor nvidia-smi answered: no NVIDIA stack on this host (a fact, not
-            a failure).'
+          description: 'True when NVML or nvidia-smi answered (or reported a driver/library mismatch). False when
+            neither answered: with nvidia_evidence empty the host has no NVIDIA stack (a fact, not a failure); with
+            evidence, collection.status is failed and says why.'
           returned: success
           type: bool
+        nvidia_evidence:
+          description: 'Signs of NVIDIA hardware or software read without NVML or nvidia-smi (only with the driver
+            subset): PCI functions of vendor 0x10de in sysfs, the nvidia kernel module, /proc/driver/nvidia/version,
+            nvidia-smi on PATH, libnvidia-ml. Empty on a host that really has no NVIDIA stack. Added in 1.1.'
+          returned: always
+          type: list
+          elements: dict
+          contains:
+            kind:
+              description: 'pci_device: a PCI function of vendor 0x10de (at most 64 are listed); kernel_module:
+                the nvidia module is loaded; proc_driver: /proc/driver/nvidia/version exists; binary: nvidia-smi
+                is on PATH; library: libnvidia-ml.so.1 is installed. One of: pci_device, kernel_module, proc_driver,
+                binary, library.'
+              returned: success
+              type: str
+            path:
+              description: 'Where it was seen: the sysfs folder, file or program path.'
+              returned: success
+              type: str
+            detail:
+              description: PCI class, the first line of the driver version file, or the program name.
+              returned: success
+              type: str
+        collection:
+          description: Whether this collection read what it was asked for. Added in 1.1.
+          returned: always
+          type: dict
+          contains:
+            status:
+              description: 'complete: everything asked for was read (on a host without an NVIDIA stack, that there
+                is none). partial: a backend answered but some of it could not be read: the collection timeout was
+                reached, a command was killed at its timeout, NVML stopped answering, nvidia-smi printed a partial
+                report, or the kernel log could not be read on an NVIDIA host. failed: NVIDIA hardware or software
+                is present (nvidia_evidence) or a driver/library mismatch was seen, but no GPU facts could be read.
+                One of: complete, partial, failed.'
+              returned: success
+              type: str
+            reasons:
+              description: What could not be read and why, one line each (at most 500 characters); empty when complete.
+              returned: always
+              type: list
+              elements: str
         driver:
           description: Driver, NVML and CUDA versions of the host, and whether the kernel module and userspace library
             agree.
@@ -782,7 +839,10 @@ ansible_facts:
                   returned: success
                   type: bool
         xid_events:
-          description: NVRM Xid lines from the kernel log within kernel_log_window_hours.
+          description: 'NVRM Xid lines from the kernel log within kernel_log_window_hours: the first 5 and the last
+            5 of each Xid and GPU, in log order (since 1.1; counts of all of them are in kernel_log.groups). Only
+            lines whose message field starts with NVRM count, from the kernel: text of other senders or quoted later
+            in a message is not an event. Control characters in the text are written as \xNN.'
           returned: always
           type: list
           elements: dict
@@ -821,7 +881,7 @@ ansible_facts:
               type: str
         kernel_events:
           description: 'Other NVIDIA kernel log events: GPU fallen off the bus without an Xid line, API (driver/library)
-            mismatch.'
+            mismatch. The first 5 and the last 5 of each kind and GPU, in log order (since 1.1; counts in kernel_log.groups).'
           returned: always
           type: list
           elements: dict
@@ -846,6 +906,10 @@ ansible_facts:
               description: Kernel module version in an API mismatch.
               returned: success
               type: str
+            message:
+              description: The message, continuation lines joined.
+              returned: success
+              type: str
             client_process:
               description: In an API mismatch from drivers 575 and later, the client's process name (printable characters
                 only).
@@ -855,10 +919,98 @@ ansible_facts:
               description: In an API mismatch from drivers 575 and later, the client's process id.
               returned: success
               type: int
-            message:
-              description: The message, continuation lines joined.
+        kernel_log:
+          description: 'How the kernel log was read and how its events were bounded (with the kernel_log subset;
+            added in 1.1). Events are grouped per Xid and GPU (xid_event) and per kind and GPU (kernel_event). Of
+            each group the first 5 and the last 5 events are kept whole in xid_events / kernel_events; the others
+            are only counted: groups[].count is the exact number of events of the group in the collection window,
+            groups[].dropped counts the events that were not kept, by hour, so a shorter window on the controller
+            can still count them. At most 64 Xid groups and 32 kernel-event groups are made; events of further groups
+            are only counted in ungrouped. Whenever events were dropped or ungrouped an entry in errors (call ''kernel
+            log'') says so.'
+          returned: always
+          type: dict
+          contains:
+            source:
+              description: 'What was read; none when no source could be read. One of: journalctl, dmesg, files,
+                none.'
               returned: success
               type: str
+            events:
+              description: Events found in the window, kept or not.
+              returned: success
+              type: int
+            kept:
+              description: Events kept whole in xid_events and kernel_events.
+              returned: success
+              type: int
+            dropped:
+              description: Events of a group that were only counted (groups[].dropped).
+              returned: success
+              type: int
+            ungrouped:
+              description: Events beyond the group limits, only counted here.
+              returned: success
+              type: int
+            groups:
+              description: One entry per group, in the order first seen.
+              returned: always
+              type: list
+              elements: dict
+              contains:
+                kind:
+                  description: 'xid for Xid events, else the kernel_event kind. One of: xid, fallen_off_bus, api_mismatch.'
+                  returned: success
+                  type: str
+                xid:
+                  description: The Xid number (kind xid), else null.
+                  returned: success
+                  type: int
+                pci_bus_id:
+                  description: The GPU, as in the events; null when the log names none.
+                  returned: success
+                  type: str
+                count:
+                  description: Every event of the group in the collection window.
+                  returned: success
+                  type: int
+                kept:
+                  description: How many of them are in xid_events / kernel_events (at most 10).
+                  returned: success
+                  type: int
+                first_time:
+                  description: Time of the first event of the group that had one.
+                  returned: success
+                  type: str
+                last_time:
+                  description: Time of the last event of the group that had one.
+                  returned: success
+                  type: str
+                dropped:
+                  description: The events of the group that were counted but not kept.
+                  returned: always
+                  type: dict
+                  contains:
+                    count:
+                      description: How many.
+                      returned: success
+                      type: int
+                    untimed:
+                      description: Of them, those without an ISO 8601 time (raw seconds since boot).
+                      returned: success
+                      type: int
+                    by_hour:
+                      description: Counts per UTC hour, keyed YYYY-MM-DDTHH (the 168 latest hours).
+                      returned: always
+                      type: dict
+                    older:
+                      description: Counts of hours older than by_hour holds, summed.
+                      returned: success
+                      type: int
+                    older_until_hour:
+                      description: The latest hour summed into older (YYYY-MM-DDTHH), null when none.
+                      returned: success
+                      type: str
         driver_clients:
           description: Processes that mapped NVIDIA userspace driver libraries (libcuda, libnvidia-*) of another
             version than the running kernel module, from /proc/<pid>/maps (gather_subset driver_clients); null when
@@ -933,7 +1085,10 @@ ansible_facts:
               type: int
         errors:
           description: 'Every query that failed: the GPU (index or null), the call and the reason. Not-supported
-            values are null without an entry.'
+            values are null without an entry. A reading that cannot be true (a temperature outside 0..200 C, negative
+            memory, power, clocks or counters, a percentage outside 0..100, used, free or reserved memory above
+            the total) is null, with an entry whose call is ''reading <field>'' (for example ''reading temperature.gpu_c'');
+            since 1.1.'
           returned: always
           type: list
           elements: dict

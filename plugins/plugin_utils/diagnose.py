@@ -14,18 +14,19 @@ import datetime
 import json
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils import (
-    rules_driver, rules_hardware, rules_scheduling, rules_workload)
+    rules_collection, rules_driver, rules_hardware, rules_scheduling, rules_workload)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import (
     LAYERS, RULES, Context, list_rules, parse_time)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_custom import compile_custom_rules, run_custom_rules
 
-# Rules that still apply when no NVIDIA stack answered (a driver/library mismatch makes NVML fail).
-ABSENT_STACK_RULES = ("driver.kernel_userspace_mismatch", "driver.nvidia_absent")
+# Rules that still apply when no NVIDIA stack answered (a driver/library mismatch makes NVML fail; a
+# collector that did not answer on a host with NVIDIA hardware is a failed collection).
+ABSENT_STACK_RULES = ("driver.kernel_userspace_mismatch", "driver.nvidia_absent", rules_collection.RULE_ID)
 
 _LAYER_ORDER = {layer: position for position, layer in enumerate(LAYERS)}
 
 # Importing a rules module registers its rules.
-RULE_MODULES = (rules_driver, rules_hardware, rules_scheduling, rules_workload)
+RULE_MODULES = (rules_collection, rules_driver, rules_hardware, rules_scheduling, rules_workload)
 
 
 def _checks(scope):

@@ -31,6 +31,8 @@ def nvidia_absent(ctx):
     expected = (ctx.policy.get("gpus") or {}).get("expected_count")
     if ctx.facts.get("nvidia_present") or not expected or (ctx.facts.get("driver") or {}).get("mismatch"):
         return ()
+    if (ctx.facts.get("collection") or {}).get("status") == "failed":
+        return ()  # NVIDIA hardware or software is there: driver.collection_incomplete says what failed
     reasons = [_error_text(error) for error in ctx.facts.get("errors") or ()][:5]
     return [ctx.finding(
         "driver.nvidia_absent", "critical", None,

@@ -81,14 +81,59 @@ def _events_by_gpu_and_xid(events):
     return groups
 
 
+def _hour_end(hour):
+    """End of an hour bucket 'YYYY-MM-DDTHH' of facts.kernel_log, or None when it is not one."""
+    moment = parse_time(hour + ":00:00Z") if isinstance(hour, str) else None
+    return moment + datetime.timedelta(hours=1) if moment else None
+
+
+def dropped_in_window(group, start):
+    """How many of a kernel_log group's dropped (counted, not kept) events fall in the window from
+    start. An hour bucket counts whole when any of it is in the window; events without a time count."""
+    dropped = group.get("dropped") or {}
+    if start is None:
+        return dropped.get("count") or 0
+    total = dropped.get("untimed") or 0
+    for hour, count in (dropped.get("by_hour") or {}).items():
+        end = _hour_end(hour)
+        if end is None or end > start:
+            total += count
+    older_end = _hour_end(dropped.get("older_until_hour"))
+    if dropped.get("older") and (older_end is None or older_end > start):
+        total += dropped["older"]
+    return total
+
+
+def _dropped_xid_counts(ctx):
+    """{(bus, xid): dropped events in the window} from facts.kernel_log (schema 1.1)."""
+    start = _window_start(ctx)
+    counts = {}
+    for group in ((ctx.facts.get("kernel_log") or {}).get("groups") or ()):
+        if group.get("kind") == "xid" and isinstance(group.get("xid"), int):
+            extra = dropped_in_window(group, start)
+            if extra:
+                counts[(group.get("pci_bus_id"), group["xid"])] = extra
+    return counts
+
+
+class XidEvents:
+    """The kept events of one Xid on one GPU in the window and how many there were in all."""
+
+    __slots__ = ("events", "count")
+
+    def __init__(self, events, dropped=0):
+        self.events = events
+        self.count = len(events) + dropped
+
+
 def _worst_primary(primaries, knowledge):
     """The Xid whose finding carries the secondaries: worst severity, then most events, then lowest number."""
     return min(primaries, key=lambda number: (-severity_rank(xid_info(knowledge, number).get("severity")),
-                                              -len(primaries[number]), number))
+                                              -primaries[number].count, number))
 
 
 def _attach_secondaries(primaries, secondaries, knowledge):
-    """{primary xid: [(secondary xid, events)]}: each secondary rides on the worst primary it is known
+    """{primary xid: [(secondary xid, XidEvents)]}: each secondary rides on the worst primary it is known
     to follow (catalog `follows`), else on the worst primary of the GPU."""
     riders = {}
     for number, events in secondaries:
@@ -99,17 +144,23 @@ def _attach_secondaries(primaries, secondaries, knowledge):
 
 
 def xid_groups(ctx):
-    """Per GPU bus id (None when the log line names none): [(xid, events, [(secondary xid, events)])].
+    """Per GPU bus id (None when the log line names none): [(xid, XidEvents, [(secondary xid, XidEvents)])].
 
     A secondary Xid (the catalog's `secondary`, e.g. 45 or 154) rides on a primary Xid of the same
-    GPU in the window; without a primary it stands alone.
+    GPU in the window; without a primary it stands alone. Counts include the events the collector
+    only counted (facts.kernel_log groups), so a flood of Xids keeps its real count.
     """
     def compute(c):
         result = {}
         window = events_in_window(c, c.facts.get("xid_events") or [])
-        for bus, by_xid in _events_by_gpu_and_xid(window).items():
-            primaries = {n: ev for n, ev in by_xid.items() if not xid_info(c.knowledge, n).get("secondary")}
-            secondaries = sorted((n, ev) for n, ev in by_xid.items() if n not in primaries)
+        by_bus = _events_by_gpu_and_xid(window)
+        dropped = _dropped_xid_counts(c)
+        for bus, number in dropped:
+            by_bus.setdefault(bus, {}).setdefault(number, [])
+        for bus, by_xid in by_bus.items():
+            counted = {n: XidEvents(ev, dropped.get((bus, n), 0)) for n, ev in by_xid.items()}
+            primaries = {n: ev for n, ev in counted.items() if not xid_info(c.knowledge, n).get("secondary")}
+            secondaries = sorted((n, ev) for n, ev in counted.items() if n not in primaries)
             if primaries:
                 riders = _attach_secondaries(primaries, secondaries, c.knowledge)
                 entries = [(number, primaries[number], riders.get(number, [])) for number in sorted(primaries)]
@@ -120,20 +171,21 @@ def xid_groups(ctx):
     return ctx.cached("xid_groups", compute)
 
 
-def _xid_evidence(ctx, number, events, secondaries, gpu):
+def _xid_evidence(ctx, number, counted, secondaries, gpu):
     info = xid_info(ctx.knowledge, number)
+    events = counted.events
     times = [event.get("time") for event in events if event.get("time")]
     evidence = {
         "xid": number,
         "name": info.get("name"),
-        "count": len(events),
+        "count": counted.count,
         "first_time": times[0] if times else None,
         "last_time": times[-1] if times else None,
         "pids": sorted({event["pid"] for event in events if event.get("pid") is not None})[:10],
         "process_names": sorted({event["process_name"] for event in events if event.get("process_name")})[:10],
-        "last_message": _clip(events[-1].get("message") or ""),
+        "last_message": _clip(events[-1].get("message") or "") if events else "",
         "window_hours": ctx.thresholds.get("xid_window_hours"),
-        "secondary": [{"xid": n, "name": xid_info(ctx.knowledge, n).get("name"), "count": len(ev)}
+        "secondary": [{"xid": n, "name": xid_info(ctx.knowledge, n).get("name"), "count": ev.count}
                       for n, ev in secondaries],
     }
     if gpu is not None:
@@ -147,13 +199,13 @@ def _xid_layer(info):
     return layer if layer in LAYERS else "hardware"
 
 
-def _xid_summary(ctx, number, events, secondaries, gpu, bus):
+def _xid_summary(ctx, number, counted, secondaries, gpu, bus):
     info = xid_info(ctx.knowledge, number)
     where = gpu_label(gpu) if gpu is not None else ("GPU %s" % bus if bus else "an unnamed GPU")
     text = "Xid %d (%s) x%d on %s within %sh" % (
-        number, info.get("name") or "?", len(events), where, ctx.thresholds.get("xid_window_hours"))
+        number, info.get("name") or "?", counted.count, where, ctx.thresholds.get("xid_window_hours"))
     if secondaries:
-        text += "; followed by " + ", ".join("Xid %d x%d" % (n, len(ev)) for n, ev in secondaries)
+        text += "; followed by " + ", ".join("Xid %d x%d" % (n, ev.count) for n, ev in secondaries)
     return text
 
 
@@ -232,20 +284,20 @@ def gpu_lost(ctx):
     by_bus = gpus_by_bus(ctx)
     for bus, signal in sorted(_lost_signals(ctx).items(), key=lambda item: item[0] or ""):
         gpu = by_bus.get(bus) or signal.get("gpu")
-        xid_events_, secondaries = signal.get("xid79", ([], []))
+        xid79, secondaries = signal.get("xid79", (XidEvents([]), []))
         shown_by = [name for name, present in (("lost to NVML/nvidia-smi", signal.get("lost")),
                                                ("kernel 'fallen off the bus'", signal.get("kernel_events")),
-                                               ("Xid 79", xid_events_)) if present]
+                                               ("Xid 79", xid79.count)) if present]
         evidence = {
             "lost": bool(signal.get("lost")),
             "kernel_messages": [_clip(event.get("message") or "") for event in signal.get("kernel_events", [])][:3],
             "gpu_index": gpu.get("index") if gpu else None,
             "gpu_serial": gpu.get("serial") if gpu else None,
         }
-        if xid_events_:
-            evidence.update({"xid": GPU_LOST_XID, "count": len(xid_events_),
-                             "last_time": xid_events_[-1].get("time"),
-                             "secondary": [{"xid": n, "count": len(ev)} for n, ev in secondaries]})
+        if xid79.count:
+            evidence.update({"xid": GPU_LOST_XID, "count": xid79.count,
+                             "last_time": xid79.events[-1].get("time") if xid79.events else None,
+                             "secondary": [{"xid": n, "count": ev.count} for n, ev in secondaries]})
         where = _lost_label(gpu, bus)
         findings.append(ctx.finding(
             "hardware.gpu_lost", "critical", bus,

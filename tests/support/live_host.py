@@ -13,5 +13,4 @@ def ansible_module():
 
 def live_host(find_bin=None):
     module = ansible_module()
-    return LiveHost(run_command=module.run_command,
-                    find_bin=find_bin or (lambda name: module.get_bin_path(name, required=False)))
+    return LiveHost(find_bin=find_bin or (lambda name: module.get_bin_path(name, required=False)))

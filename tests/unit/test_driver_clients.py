@@ -43,7 +43,7 @@ class RootedHost(LiveHost):
     """A LiveHost whose absolute paths live under a temporary folder."""
 
     def __init__(self, root):
-        LiveHost.__init__(self, run_command=None, find_bin=lambda name: None, now=1796040000.0)
+        LiveHost.__init__(self, find_bin=lambda name: None, now=1796040000.0)
         self.root = str(root)
         self.reads = []
 
