@@ -96,7 +96,8 @@ def host_verdicts(report, accepted, not_converged=()):
 
     not_audited: unreachable (not accepted by its policy) or its collection failed; fail: a finding at or
     above the fail severity, or (after a remediation) not converged."""
-    threshold = report["summary"]["fail_severity"]
+    # run.fail_severity keeps 'none' (summary.fail_severity names a real severity for the renderers)
+    threshold = report["run"]["fail_severity"]
     verdicts = {}
     for host, entry in report["hosts"].items():
         if entry["status"] != "ok" and host not in accepted:
