@@ -141,10 +141,10 @@ def write_reports(report, run_dir, report_root):
 def create_run_dir(proposed):
     """Create the run folder exclusively: proposed, or proposed-2, -3, ... when another audit (one that
     started in the same second) holds the name. Returns the folder created."""
-    proposed = os.path.abspath(proposed)
-    parent, name = os.path.split(proposed)
-    if name in ("", ".", ".."):
+    if os.path.basename(proposed) in ("", ".", ".."):
         raise ValueError("run folder %r has no name of its own" % proposed)
+    proposed = os.path.abspath(proposed)
+    parent = os.path.dirname(proposed)
     os.makedirs(parent, exist_ok=True)
     for attempt in range(1, MAX_RUN_DIR_ATTEMPTS + 1):
         candidate = proposed if attempt == 1 else "%s-%d" % (proposed, attempt)
