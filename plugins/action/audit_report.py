@@ -65,6 +65,15 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         result = super(ActionModule, self).run(tmp, task_vars)
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        try:
+            return self.audit(result, args, task_vars)
+        except AnsibleActionFail as exc:
+            # returned, not raised: a raised error bypasses the task's failed_when, and the playbook turns
+            # this failure into "could not do its job" for every host (exit status 4), not a failed host (2)
+            result.update(failed=True, msg=getattr(exc, "message", None) or str(exc))
+            return result
+
+    def audit(self, result, args, task_vars):
         missing = [host for host in args["hosts"] if host not in args["host_policy"]]
         if missing:
             raise AnsibleActionFail("audit_report: no checked policy for %s; run gpufleet.core.policy_check on "

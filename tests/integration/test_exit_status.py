@@ -243,6 +243,16 @@ def test_an_invalid_policy_exits_4_before_any_host_is_contacted(tmp_path):
     assert not report_dir.exists()
 
 
+def test_reports_that_cannot_be_written_exit_4_for_every_host(tmp_path):
+    (tmp_path / "a-file").write_text("not a folder")
+    inventory = write_inventory(tmp_path / "hosts.yml", {HEALTHY: local_host(HEALTHY), LOST_GPU: local_host(LOST_GPU)})
+    result = run_audit(inventory, tmp_path / "a-file" / "reports")
+    assert result.returncode == 4, output(result)[-3000:]
+    assert "not audited: audit_report:" in result.stdout and "Not a directory" in result.stdout
+    assert {host: (counts["failed"], counts["unreachable"]) for host, counts in recap(result).items()} == {
+        HEALTHY: (0, 1), LOST_GPU: (0, 1)}
+
+
 # ---------------------------------------------------------------- partial runs
 
 
