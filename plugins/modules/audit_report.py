@@ -39,8 +39,8 @@ description:
     could not do its job - no host matched the pattern and C(--limit), a policy is invalid, a host was unreachable
     (unless its policy sets C(report.accept_unreachable)), a host's collection failed or timed out, or the reports
     could not be written (those hosts are marked unreachable). V(4) wins over V(2). Other non-zero statuses
-    (V(1), V(3), V(5), ...) are C(ansible-playbook)'s own errors, for example a syntax error or a C(--limit) that
-    matches no inventory host."
+    are C(ansible-playbook)'s own errors - V(1) (for example a C(--limit) that matches no inventory host), V(5)
+    (invalid options), V(99) (interrupted), V(250) (unexpected); a file it cannot parse gives V(4) too."
   - This is an action plugin; it runs on the controller only.
 author:
   - gpufleet contributors (!UNKNOWN)
