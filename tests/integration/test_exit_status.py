@@ -289,7 +289,7 @@ def test_two_audits_started_together_write_separate_complete_runs(tmp_path):
     inventory = write_inventory(tmp_path / "hosts.yml", {HEALTHY: local_host(HEALTHY), NVSMI: local_host(NVSMI)})
     report_dir = tmp_path / "reports"
     runs = [subprocess.Popen(audit_argv(inventory, report_dir), cwd=ROOT, env=playbook_env(), stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+                             stderr=subprocess.STDOUT, text=True) for _number in range(2)]
     outputs = [run.communicate(timeout=300)[0] for run in runs]
     assert [run.returncode for run in runs] == [0, 0], "\n".join(text[-2000:] for text in outputs)
     folders = run_folders(report_dir)

@@ -74,7 +74,7 @@ def test_facts_files_of_a_run_are_not_world_readable(tmp_path, umask):
 
 def test_a_taken_run_folder_name_gets_the_next_number(tmp_path):
     proposed = str(tmp_path / "reports" / "20261201T000000Z")
-    created = [report_writer.create_run_dir(proposed) for _ in range(3)]
+    created = [report_writer.create_run_dir(proposed) for _number in range(3)]
     assert [os.path.basename(path) for path in created] == ["20261201T000000Z", "20261201T000000Z-2",
                                                             "20261201T000000Z-3"]
     assert all(os.path.isdir(path) for path in created)
@@ -88,7 +88,7 @@ def test_audits_that_start_in_the_same_second_get_one_folder_each(tmp_path):
         barrier.wait()
         created.append(report_writer.create_run_dir(proposed))
 
-    threads = [threading.Thread(target=start) for _ in range(16)]
+    threads = [threading.Thread(target=start) for _number in range(16)]
     for thread in threads:
         thread.start()
     for thread in threads:
