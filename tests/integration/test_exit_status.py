@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 
+import jsonschema
 import pytest
 import yaml
 
@@ -85,6 +86,11 @@ def recap(result):
 def read_json(path):
     with open(str(path), encoding="utf-8") as handle:
         return json.load(handle)
+
+
+def assert_valid_report(report):
+    schema = read_json(os.path.join(ROOT, "docs", "schema", "report.schema.json"))
+    jsonschema.Draft202012Validator(schema).validate(report)
 
 
 def run_folders(report_dir):
@@ -159,6 +165,7 @@ def test_a_policy_that_accepts_unreachable_hosts_gets_a_finding_instead(tmp_path
     result = run_audit(inventory, report_dir)
     assert result.returncode == 0, output(result)[-3000:]
     report = read_json(report_dir / "latest" / "report.json")
+    assert_valid_report(report)
     unreachable = [f for f in report["hosts"]["gpu-gone-98"]["findings"] if f["rule"] == "hardware.host_unreachable"]
     assert [f["severity"] for f in unreachable] == ["warning"]
     # at fail severity warning the accepted host fails as a finding (2), not as "could not audit" (4)
@@ -269,6 +276,7 @@ def test_a_limited_run_is_partial_and_leaves_latest_and_the_fleet_series_alone(t
     assert os.readlink(str(report_dir / "latest")) == complete_target
     assert (report_dir / "latest" / "gpufleet.prom").read_text() == prom_before
     report = read_json(report_dir / "latest-partial" / "report.json")
+    assert_valid_report(report)
     assert report["run"]["status"] == "partial"
     assert report["run"]["scope"] == {"pattern": "all", "limit": HEALTHY, "hosts_in_pattern": 2,
                                       "hosts_targeted": 1, "hosts_not_targeted": 1}
