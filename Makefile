@@ -32,12 +32,23 @@ $(STAMP): pyproject.toml
 	touch $@
 
 # The demo fleet has critical findings on purpose, so the playbook's exit status 2 (a finding at or above
-# the fail severity) is the expected outcome here; any other failure still fails.
+# the fail severity) is the expected outcome here and only here; 4 (the run could not do its job: no host
+# matched, invalid policy, unreachable host, failed collection) and any other failure fail `make audit`.
+# AUDIT_ARGS: extra ansible-playbook arguments; REPORT_DIR: where the run folders go.
+REPORT_DIR ?= reports
+AUDIT_ARGS ?=
 audit: $(STAMP)
-	@$(VENV)/bin/ansible-playbook audit.yml; status=$$?; echo; \
-	if [ $$status -eq 2 ]; then echo "The audit found problems at or above the fail severity (exit status 2), as the demo fleet is built to."; \
-	elif [ $$status -ne 0 ]; then exit $$status; fi; \
-	echo "Reports: $(CURDIR)/reports/latest/ (report.html, report.json, junit.xml, gpufleet.prom, facts/)"
+	@$(VENV)/bin/ansible-playbook audit.yml -e gpufleet_report_dir='$(REPORT_DIR)' $(AUDIT_ARGS); status=$$?; echo; \
+	case $$status in \
+	0) echo "The audit passed: every host was audited and nothing is at or above the fail severity.";; \
+	2) echo "The audit found problems at or above the fail severity (exit status 2), as the demo fleet is built to.";; \
+	4) echo "FAILED: the audit could not do its job (exit status 4): no host matched, a policy is invalid, or a" \
+	     "host was unreachable or its collection failed; see the messages above."; \
+	   echo "Reports of this run, if it wrote any: the newest folder under $(abspath $(REPORT_DIR))/"; exit $$status;; \
+	*) echo "FAILED: ansible-playbook exited with status $$status; see the messages above."; exit $$status;; \
+	esac; \
+	echo "Reports: $(abspath $(REPORT_DIR))/latest/ (report.html, report.json, junit.xml, gpufleet.prom, facts/;" \
+	     "a --limit run: latest-partial/)"
 
 test: system-packages test-unit test-docs test-integration sanity lint test-fleet
 

@@ -14,11 +14,11 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.gpufleet.core.plugins.modules.audit_report import ARGUMENT_SPEC
-from ansible_collections.gpufleet.core.plugins.plugin_utils.audit_run import run_audit
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit_run import accepted_unreachable, host_verdicts, run_audit
 from ansible_collections.gpufleet.core.plugins.plugin_utils.remediation import (
     compare, fixes_by_host, load_report, render_summary)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_terminal import render_terminal
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import write_atomically
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import create_run_dir, write_atomically
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_text
 
 
@@ -39,6 +39,24 @@ def registered_results(hostvars, hosts, name, marker, run_dir):
     return results
 
 
+def run_stats(report, run_dir, host_verdict):
+    """The summary handed to ansible-runner and AWX (set_stats): small, flat enough to read in a job view."""
+    summary = report["summary"]
+    return {
+        "run_id": report["run"]["id"],
+        "run_status": report["run"]["status"],
+        "report_dir": run_dir,
+        "report_version": report["report_version"],
+        "fail_severity": summary["fail_severity"],
+        "failed_threshold": summary["failed_threshold"],
+        "findings_by_severity": summary["by_severity"],
+        "hosts": summary["hosts"],
+        "hosts_failing": sorted(host for host, item in host_verdict.items() if item["verdict"] == "fail"),
+        "hosts_not_audited": sorted(host for host, item in host_verdict.items() if item["verdict"] == "not_audited"),
+        "causes": [cause["id"] for cause in report["causes"]],
+    }
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -48,6 +66,15 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         result = super(ActionModule, self).run(tmp, task_vars)
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        try:
+            return self.audit(result, args, task_vars)
+        except AnsibleActionFail as exc:
+            # returned, not raised: a raised error bypasses the task's failed_when, and the playbook turns
+            # this failure into "could not do its job" for every host (exit status 4), not a failed host (2)
+            result.update(failed=True, msg=getattr(exc, "message", None) or str(exc))
+            return result
+
+    def audit(self, result, args, task_vars):
         missing = [host for host in args["hosts"] if host not in args["host_policy"]]
         if missing:
             raise AnsibleActionFail("audit_report: no checked policy for %s; run gpufleet.core.policy_check on "
@@ -55,9 +82,11 @@ class ActionModule(ActionBase):
         host_policies = {host: args["policies"][args["host_policy"][host]] for host in args["hosts"]}
         results = registered_results(task_vars["hostvars"], args["hosts"], args["result_var"],
                                      args["run_marker_var"], args["run_dir"])
+        scope = {"hosts": args["scope_hosts"], "pattern": args["scope_pattern"], "limit": args["limit"]}
         try:
-            report, paths, lines = run_audit(results, host_policies, args["run_dir"], args["report_root"],
-                                             args["started_at"], args["fail_severity"])
+            run_dir = create_run_dir(args["run_dir"])
+            report, paths, lines = run_audit(results, host_policies, run_dir, args["report_root"],
+                                             args["started_at"], args["fail_severity"], scope)
         except (OSError, ValueError) as exc:
             raise AnsibleActionFail("audit_report: %s" % exc)
 
@@ -67,26 +96,29 @@ class ActionModule(ActionBase):
             display.display("%d hosts: one line each in %s/hosts.txt" % (len(lines), args["run_dir"]))
         text = render_terminal(report, paths=paths)
         display.display(text)
-        result.update(changed=False, report_dir=args["run_dir"], files=paths,
+        result.update(changed=False, report_dir=run_dir, files=paths, run_status=report["run"]["status"],
                       findings_by_severity=report["summary"]["by_severity"], causes=len(report["causes"]),
                       host_fixes=fixes_by_host(report))
         record = None
+        not_converged = []
         if args["compare_with"]:
             hostvars = task_vars["hostvars"]
             not_converged = [host for host in args["hosts"]
                              if hostvars.raw_get(host).get(args["not_converged_var"]) is True]
             try:
                 record = compare(load_report(args["compare_with"]), report, not_converged)
-                paths.append(write_atomically(os.path.join(args["run_dir"], "remediation.json"),
+                paths.append(write_atomically(os.path.join(run_dir, "remediation.json"),
                                               json.dumps(record, indent=1) + "\n"))
             except (OSError, ValueError, KeyError) as exc:
                 raise AnsibleActionFail("audit_report: cannot compare with %s: %s" % (args["compare_with"], exc))
             display.display(safe_text(render_summary(record)))
             result["remediation"] = {key: len(record[key]) for key in ("cleared", "remaining", "new")}
-        if args["compare_with"] and record["not_converged"]:
-            result.update(failed=True, msg="not converged: %s (see %s)" % (
-                ", ".join(record["not_converged"]), os.path.join(args["run_dir"], "remediation.json")))
-        elif report["summary"]["failed_threshold"]:
-            result.update(failed=True, msg="findings at or above %s: see %s"
-                          % (report["summary"]["fail_severity"], paths[1] if len(paths) > 1 else args["run_dir"]))
+            not_converged = record["not_converged"]
+        # The task itself succeeds: the per-host verdict task (gpufleet.core.audit_verdict) fails exactly the
+        # hosts with findings at or above the fail severity and marks the hosts it could not audit.
+        accepted = accepted_unreachable(report["hosts"], host_policies)
+        verdicts = host_verdicts(report, accepted, not_converged)
+        result.update(host_verdicts=verdicts, failed_threshold=report["summary"]["failed_threshold"],
+                      stats=run_stats(report, run_dir, verdicts),
+                      msg="run %s: %s; reports in %s" % (report["run"]["id"], report["run"]["status"], run_dir))
         return result

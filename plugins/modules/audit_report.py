@@ -16,12 +16,31 @@ description:
   - Writes each host's facts to C(<run_dir>/facts/<host>.json), checks them against each host's effective
     policy (see M(gpufleet.core.policy_check)), the compatibility matrices, MIG layouts, thresholds and the Xid
     catalog, layer by layer, and correlates across hosts into likely causes.
-  - Writes C(report.json), C(report.html), C(junit.xml), C(gpufleet.prom) and C(hosts.txt) into O(run_dir), each
-    atomically, and only then points C(<report_root>/latest) at the run.
-  - Prints a short summary (counts per layer and severity, likely causes, unreachable and failed hosts) and
-    one line per host (up to O(host_lines)).
-  - Fails when a finding at or above the fail severity exists, so scheduled runs and CI can act on the exit
-    code. The reports are written first.
+  - Creates the run folder O(run_dir) exclusively (O(run_dir)-2, -3, ... when another audit that started in the
+    same second holds the name; RV(report_dir) says which), so concurrent audits into one O(report_root)
+    never share a folder.
+  - Writes C(report.json), C(report.html), C(junit.xml), C(gpufleet.prom) and C(hosts.txt) into the run folder,
+    each atomically, with the permissions the umask allows (facts at most 0640, reports at most 0666; never wider
+    than the umask). Only then it points C(<report_root>/latest) at the run when the run is V(complete), or
+    C(<report_root>/latest-partial) when it is V(partial); a V(failed) run moves neither.
+  - The run status, in C(report.json) under C(run.status) and shown by every report - V(complete) when every
+    inventory host of O(scope_hosts) was targeted, V(partial) when only some were (C(--limit)), V(failed) when no
+    host's facts could be read. A partial or failed run writes no fleet-wide series into its C(gpufleet.prom).
+  - Host names become facts file names safely - a name of letters, digits, C(.), C(_) and C(-) (not starting with
+    C(.), at most 200 characters) is used as it is; any other name, and names that differ only in case, get a
+    sanitized name plus a hash of the real name. C(hosts.<host>.facts_file) in C(report.json) names each file.
+  - Prints a short summary (counts per layer and severity, likely causes, unreachable and failed hosts, the
+    run status) and one line per host (up to O(host_lines)).
+  - Does not fail on findings. It returns RV(host_verdicts), which the per-host task
+    M(gpufleet.core.audit_verdict) turns into the playbook's exit status, so that the failure is attributed to
+    the hosts that have the findings, not to the host that ran this controller step.
+  - "Exit status of C(audit.yml) (C(ansible-playbook)): V(0) every targeted host was audited and nothing is at or
+    above the fail severity; V(2) findings at or above the fail severity on the hosts marked failed; V(4) the run
+    could not do its job - no host matched the pattern and C(--limit), a policy is invalid, a host was unreachable
+    (unless its policy sets C(report.accept_unreachable)), a host's collection failed or timed out, or the reports
+    could not be written (those hosts are marked unreachable). V(4) wins over V(2). Other non-zero statuses
+    are C(ansible-playbook)'s own errors - V(1) (for example a C(--limit) that matches no inventory host), V(5)
+    (invalid options), V(99) (interrupted), V(250) (unexpected); a file it cannot parse gives V(4) too."
   - This is an action plugin; it runs on the controller only.
 author:
   - gpufleet contributors (!UNKNOWN)
@@ -62,9 +81,22 @@ options:
     description: UTC start time of the run, ISO 8601.
     type: str
     required: true
+  scope_hosts:
+    description:
+      - Every inventory host of the audit's host pattern, without C(--limit)
+        (C(query('ansible.builtin.inventory_hostnames', pattern))). When some of them are not in O(hosts), the run
+        is V(partial). Not given, O(hosts) is the whole scope.
+    type: list
+    elements: str
+  scope_pattern:
+    description: The audit's host pattern, recorded in C(run.scope.pattern).
+    type: str
+  limit:
+    description: The run's C(--limit) (C(ansible_limit)), recorded in C(run.scope.limit).
+    type: str
   fail_severity:
     description:
-      - A finding at or above this severity fails the task. V(none) never fails it.
+      - A finding at or above this severity gives its host the verdict V(fail). V(none) never does.
       - When not given, the strictest C(report.fail_severity) of the hosts' policies applies (default critical).
     type: str
     choices: [critical, warning, info, none]
@@ -77,7 +109,7 @@ options:
       - Run folder of an earlier audit (the one before a remediation). The findings of both are compared and
         C(remediation.json) is written with the findings cleared, the findings that remain (and why, for
         example that no role fixes it or that the host was not converged) and the new ones. A summary is printed.
-      - The task fails when a host was not converged (its remediation failed, or this audit could not read it).
+      - A host that was not converged (its remediation failed, or this audit could not read it) gets the verdict V(fail).
     type: path
   not_converged_var:
     description:
@@ -90,7 +122,9 @@ attributes:
     support: full
 notes:
   - Report files are described by C(docs/schema/report.schema.json).
+  - node_exporter's textfile collector should read C(<report_root>/latest), which only complete runs move.
 seealso:
+  - module: gpufleet.core.audit_verdict
   - module: gpufleet.core.gpu_facts
   - module: gpufleet.core.policy_check
 """
@@ -110,7 +144,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 report_dir:
-  description: The run folder.
+  description: The run folder created (O(run_dir), or O(run_dir)-N when that name was taken).
   returned: always
   type: str
   sample: /srv/gpufleet/reports/20261130T060000Z
@@ -133,6 +167,29 @@ host_fixes:
   returned: always
   type: dict
   sample: {"gpu-a100-03": ["mig_layout", "worker_limits"]}
+run_status:
+  description: V(complete), V(partial) or V(failed), as in C(run.status) of C(report.json).
+  returned: always
+  type: str
+  sample: complete
+failed_threshold:
+  description: Whether a finding at or above the fail severity exists.
+  returned: always
+  type: bool
+host_verdicts:
+  description:
+    - Each host's verdict for M(gpufleet.core.audit_verdict) - V(ok), V(fail) (findings at or above the fail
+      severity, or not converged) or V(not_audited) (unreachable, collection failed), with a message.
+  returned: always
+  type: dict
+  sample: {"gpu-a100-03": {"verdict": "fail", "msg": "1 finding(s) at or above critical: hardware.gpu_lost"}}
+stats:
+  description: The run's summary for C(ansible.builtin.set_stats) (ansible-runner and AWX artifacts).
+  returned: always
+  type: dict
+  sample: {"run_id": "20261130T060000Z", "run_status": "complete", "failed_threshold": true,
+           "findings_by_severity": {"critical": 2, "warning": 11, "info": 3}, "hosts_failing": ["gpu-a100-03"],
+           "hosts_not_audited": [], "hosts": {"total": 16, "ok": 16, "unreachable": 0, "failed": 0}}
 remediation:
   description: With O(compare_with), the counts of cleared, remaining and new findings.
   returned: when O(compare_with) is set
@@ -152,6 +209,9 @@ ARGUMENT_SPEC = {
     "run_dir": {"type": "path", "required": True},
     "report_root": {"type": "path", "required": True},
     "started_at": {"type": "str", "required": True},
+    "scope_hosts": {"type": "list", "elements": "str"},
+    "scope_pattern": {"type": "str"},
+    "limit": {"type": "str"},
     "fail_severity": {"type": "str", "choices": ["critical", "warning", "info", "none"]},
     "host_lines": {"type": "int", "default": 200},
     "compare_with": {"type": "path"},

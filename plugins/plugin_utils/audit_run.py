@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The controller's part of one audit: facts files, diagnosis, correlation and the four reports."""
+"""The controller's part of one audit: facts files, diagnosis, correlation, the four reports, the run's
+status (complete, partial, failed) and each host's verdict, which the playbook turns into its exit status."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -12,31 +13,110 @@ import os
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.correlate import correlate
 from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_fleet, rules_run
-from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import SEVERITIES, severity_rank
+from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import SEVERITIES, make_finding, severity_rank
 from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import collection_status, summary_line
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import write_atomically, write_reports
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import (
+    FACTS_MODE, facts_file_names, write_atomically, write_reports)
 
 TOOL_VERSION = "0.1.0"
 NO_FAILURE = "none"
+UNREACHABLE_RULE = "hardware.host_unreachable"
+# what each host's verdict means for the playbook (playbooks/tasks/audit.yml, gpufleet.core.audit_verdict)
+VERDICT_OK = "ok"
+VERDICT_FAIL = "fail"
+VERDICT_NOT_AUDITED = "not_audited"
 
 
 def utc_now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def host_status(host, result, facts_dir):
-    """(status record for the report, facts or None); writes the host's facts file."""
+def host_status(host, result, facts_dir, file_name=None):
+    """(status record for the report, facts or None); writes the host's facts file as
+    facts/<file_name>.json (file_name from report_writer.facts_file_names; the host name by default)."""
     status = collection_status(result)
     if status != "ok":
         message = " ".join(str((result or {}).get("msg") or "no result from the host").split())
         return {"status": status, "facts_file": None, "message": message}, None
     facts = result["ansible_facts"]["gpufleet"]
-    path = os.path.join(facts_dir, "%s.json" % host)
+    path = os.path.join(facts_dir, "%s.json" % (file_name or facts_file_names([host])[host]))
     # compact: indenting makes the encoder several times slower, and a fleet writes thousands of these
     # (jq . facts/<host>.json reads one); no fsync per file, the reports written after them are durable
-    write_atomically(path, json.dumps(facts, sort_keys=True, separators=(",", ":")) + "\n", durable=False)
+    write_atomically(path, json.dumps(facts, sort_keys=True, separators=(",", ":")) + "\n", durable=False,
+                     mode=FACTS_MODE)
     return {"status": "ok", "facts_file": os.path.join("facts", os.path.basename(path)), "message": None}, facts
+
+
+def unreachable_finding(host, entry):
+    return make_finding(
+        UNREACHABLE_RULE, "hardware", "warning", host, None,
+        "%s could not be reached; its GPUs were not audited (the policy accepts unreachable hosts)" % host,
+        {"message": entry.get("message")},
+        "Check that the host is up and reachable over its connection (ssh, network, credentials), then audit again.")
+
+
+def accepted_unreachable(statuses, host_policies):
+    """Hosts that were unreachable where their policy says report.accept_unreachable."""
+    return [host for host, entry in statuses.items() if entry["status"] == "unreachable"
+            and (host_policies.get(host) or {}).get("report", {}).get("accept_unreachable")]
+
+
+def run_scope(targeted, in_scope, pattern=None, limit=None):
+    """What the run covered. in_scope: every inventory host of the audit's pattern, without --limit
+    (None: the targeted hosts are the whole scope)."""
+    in_scope = set(targeted) if in_scope is None else set(in_scope)
+    not_targeted = sorted(in_scope - set(targeted))
+    return {
+        "pattern": pattern,
+        "limit": limit,
+        "hosts_in_pattern": len(in_scope | set(targeted)),
+        "hosts_targeted": len(targeted),
+        "hosts_not_targeted": len(not_targeted),
+    }
+
+
+def run_status(statuses, scope, accepted=()):
+    """(status, reason). failed: no host's facts were read; partial: the run targeted only part of its
+    pattern's hosts (--limit); complete: every host of the pattern was targeted."""
+    read = [host for host, entry in statuses.items() if entry["status"] == "ok"]
+    if not statuses:
+        return "failed", "no host was targeted"
+    if not read:
+        return "failed", "no host's facts could be read (%d unreachable or failed, %d of them accepted)" % (
+            len(statuses), len(accepted))
+    if scope["hosts_not_targeted"]:
+        return "partial", "%d of the pattern's %d hosts were not targeted (--limit %s)" % (
+            scope["hosts_not_targeted"], scope["hosts_in_pattern"], scope.get("limit") or "or a subset")
+    return "complete", "every host of the pattern was targeted"
+
+
+def host_verdicts(report, accepted, not_converged=()):
+    """{host: {"verdict": ok | fail | not_audited, "msg": why}} for the playbook's per-host verdict task.
+
+    not_audited: unreachable (not accepted by its policy) or its collection failed; fail: a finding at or
+    above the fail severity, or (after a remediation) not converged."""
+    # run.fail_severity keeps 'none' (summary.fail_severity names a real severity for the renderers)
+    threshold = report["run"]["fail_severity"]
+    verdicts = {}
+    for host, entry in report["hosts"].items():
+        if entry["status"] != "ok" and host not in accepted:
+            verdicts[host] = {"verdict": VERDICT_NOT_AUDITED, "msg": "not audited: %s: %s" % (
+                entry["status"], entry.get("message") or "no result from the host")}
+            continue
+        failing = [f for f in entry["findings"]
+                   if threshold != NO_FAILURE and severity_rank(f["severity"]) >= severity_rank(threshold)]
+        if failing:
+            verdicts[host] = {"verdict": VERDICT_FAIL, "msg": "%d finding(s) at or above %s: %s" % (
+                len(failing), threshold, ", ".join(sorted({f["rule"] for f in failing})))}
+        elif host in not_converged:
+            verdicts[host] = {"verdict": VERDICT_FAIL, "msg": "not converged by the remediation"}
+        else:
+            verdicts[host] = {"verdict": VERDICT_OK, "msg": "audited"}
+    for host in not_converged:
+        if verdicts.get(host, {}).get("verdict") == VERDICT_OK:
+            verdicts[host] = {"verdict": VERDICT_FAIL, "msg": "not converged by the remediation"}
+    return verdicts
 
 
 def strictest_fail_severity(policies):
@@ -48,18 +128,24 @@ def strictest_fail_severity(policies):
     return min(failing, key=severity_rank)
 
 
-def run_audit(results, host_policies, run_dir, report_root, started_at, fail_severity=None):
-    """results: {host: registered gpu_facts result}; host_policies: {host: effective policy}.
+def run_audit(results, host_policies, run_dir, report_root, started_at, fail_severity=None, scope=None):
+    """results: {host: registered gpu_facts result}; host_policies: {host: effective policy};
+    scope: {"hosts": every host of the audit's pattern without --limit, "pattern", "limit"} (optional:
+    without it the targeted hosts are the whole scope).
 
     Returns (report, written paths, per-host summary lines).
     """
     facts_dir = os.path.join(run_dir, "facts")
     os.makedirs(facts_dir, exist_ok=True)
     statuses, facts_by_host = {}, {}
+    file_names = facts_file_names(sorted(results))
     for host in sorted(results):
-        statuses[host], facts_by_host[host] = host_status(host, results[host], facts_dir)
+        statuses[host], facts_by_host[host] = host_status(host, results[host], facts_dir, file_names[host])
+    accepted = accepted_unreachable(statuses, host_policies)
 
     findings = diagnose_fleet(facts_by_host, host_policies)
+    for host in accepted:
+        findings.setdefault(host, []).append(unreachable_finding(host, statuses[host]))
     causes = correlate(facts_by_host, findings, host_policies)
     distinct = list({id(policy): policy for policy in host_policies.values()}.values())
     if fail_severity is None:
@@ -75,8 +161,11 @@ def run_audit(results, host_policies, run_dir, report_root, started_at, fail_sev
         # the report counts a threshold only among real severities; 'none' is checked here
         "fail_severity": "critical" if fail_severity == NO_FAILURE else fail_severity,
         "policy_errors": [],
-        "rules_run": rules_run(distinct),
+        "rules_run": rules_run(distinct) + ([UNREACHABLE_RULE] if accepted else []),
     }
+    scope = scope or {}
+    run["scope"] = run_scope(sorted(results), scope.get("hosts"), scope.get("pattern"), scope.get("limit"))
+    run["status"], run["status_reason"] = run_status(statuses, run["scope"], accepted)
     report = build_report(run, statuses, findings, causes)
     if fail_severity == NO_FAILURE:
         report["summary"]["failed_threshold"] = False

@@ -107,7 +107,7 @@ DEFAULT_POLICY = {
     "workload": {"max_processes_per_gpu": None, "restart_policy_required": True, "services": []},
     "catalogs": {table: {} for table in CATALOG_TABLES},
     "custom_rules": [],
-    "report": {"fail_severity": "critical"},
+    "report": {"fail_severity": "critical", "accept_unreachable": False},
     "remediation": {"batch_size": 1},
 }
 
@@ -668,7 +668,7 @@ POLICY_SCHEMA = section({
     "catalogs": catalogs(),
     "custom_rules": named_list(CUSTOM_RULE_SCHEMA, CUSTOM_RULE_DEFAULTS, str,
                                (_RULE_NAME, "a rule name of lower-case letters, digits and '_'")),
-    "report": section({"fail_severity": choice(FAIL_SEVERITIES)}),
+    "report": section({"fail_severity": choice(FAIL_SEVERITIES), "accept_unreachable": boolean()}),
     "remediation": section({"batch_size": batch_size()}),
 })
 

@@ -44,6 +44,8 @@ h2 .count{color:var(--muted);font-weight:400}
 .verdict{display:inline-block;margin-left:14px;padding:3px 10px;border-radius:4px;font-size:13px;font-weight:600;
 vertical-align:middle}
 .verdict.fail{background:var(--critical);color:#fff}.verdict.pass{background:#2e7d4f;color:#fff}
+.verdict.run-complete{background:#e3ece6;color:#1d4d30}.verdict.run-partial{background:#fff1cc;color:#6b4e00}
+.verdict.run-failed{background:var(--critical);color:#fff}
 .cards{display:flex;flex-wrap:wrap;gap:12px;margin-bottom:16px}
 .card{flex:1 1 120px;border:1px solid var(--line);border-radius:6px;padding:10px 14px;background:#fafbfc}
 .card .n{font-size:24px;font-weight:600}.card .l{color:var(--muted);font-size:12px;text-transform:uppercase;
@@ -424,9 +426,14 @@ def page_header(report):
                '<span class="verdict pass">PASS: findings never fail this run</span>'
                if summary["fail_severity"] == "none" else
                '<span class="verdict pass">PASS: nothing at or above %s</span>' % esc(summary["fail_severity"]))
-    meta = [("Run", run.get("id")), ("Started", run.get("started_at")), ("Finished", run.get("finished_at")),
-            ("gpufleet", run.get("tool_version"))]
+    status = run.get("status") or "complete"
+    verdict += '<span class="verdict run-%s" title="%s">%s run</span>' % (
+        esc(status), esc(run.get("status_reason") or ""), esc(status.upper()))
+    meta = [("Run", run.get("id")), ("Status", status), ("Started", run.get("started_at")),
+            ("Finished", run.get("finished_at")), ("gpufleet", run.get("tool_version"))]
     spans = "".join("<span>%s: %s</span>" % (esc(label), esc(value)) for label, value in meta if value)
+    if run.get("status_reason"):
+        spans += "<span>%s</span>" % esc(run["status_reason"])
     return '<header><h1>GPU fleet audit%s</h1><div class="meta">%s</div></header>' % (verdict, spans)
 
 

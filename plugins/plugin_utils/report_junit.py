@@ -119,7 +119,18 @@ def collection_testcase(host, entry):
     return "%s>%s</testcase>" % (opening, body), True
 
 
-def testsuite(name, cases, timestamp, failure_kind):
+def run_properties(report):
+    """<properties> of the run: its status (complete, partial, failed) and why, fail severity, report version."""
+    run = report["run"]
+    pairs = [("gpufleet.run_status", run.get("status") or "complete"),
+             ("gpufleet.run_status_reason", run.get("status_reason") or ""),
+             ("gpufleet.fail_severity", report["summary"]["fail_severity"]),
+             ("gpufleet.report_version", report.get("report_version") or "")]
+    items = "".join('<property name="%s" value="%s"/>' % (attribute(name), attribute(value)) for name, value in pairs)
+    return "<properties>%s</properties>" % items
+
+
+def testsuite(name, cases, timestamp, failure_kind, properties=None):
     """cases: [(xml, failed)]; failure_kind says whether failed cases count as failures or errors."""
     failed = sum(1 for _xml, is_failed in cases if is_failed)
     counts = {"failures": failed if failure_kind == "failures" else 0, "errors": failed if failure_kind == "errors" else 0}
@@ -128,6 +139,8 @@ def testsuite(name, cases, timestamp, failure_kind):
     if timestamp:
         opening += ' timestamp="%s"' % attribute(timestamp)
     lines = [opening + ">"]
+    if properties:
+        lines.append("    " + properties)
     lines.extend("    " + xml for xml, _failed in cases)
     lines.append("  </testsuite>")
     return "  " + "\n".join(lines), len(cases), counts
@@ -161,7 +174,7 @@ def rule_cases_by_family(report, rules):
 def render_junit(report, rules_run=None):
     """junit.xml text. rules_run: rule ids that ran (default: report["run"]["rules_run"])."""
     timestamp = report["run"].get("started_at")
-    suites = [testsuite(COLLECTION_SUITE, collection_cases(report), timestamp, "errors")]
+    suites = [testsuite(COLLECTION_SUITE, collection_cases(report), timestamp, "errors", run_properties(report))]
     by_family = rule_cases_by_family(report, rules_that_ran(report, rules_run))
     for family in sorted(by_family, key=family_order):
         suites.append(testsuite(family, by_family[family], timestamp, "failures"))

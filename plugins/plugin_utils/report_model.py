@@ -20,6 +20,9 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import (
 
 REPORT_VERSION = "1.1"
 HOST_STATUSES = ("ok", "unreachable", "failed")
+# complete: every host of the audit's pattern was targeted; partial: only some (--limit); failed: no
+# host's facts could be read. A report built without a status is complete (callers of build_report).
+RUN_STATUSES = ("complete", "partial", "failed")
 DEFAULT_FAIL_SEVERITY = "critical"
 NEVER_FAIL = "none"
 FAIL_SEVERITIES = tuple(SEVERITIES) + (NEVER_FAIL,)
@@ -68,6 +71,10 @@ def normalize_run(run):
         raise ValueError("run fail_severity %r is not one of %s"
                          % (result["fail_severity"], ", ".join(FAIL_SEVERITIES)))
     result["policy_errors"] = list(result.get("policy_errors") or [])
+    result["status"] = result.get("status") or "complete"
+    if result["status"] not in RUN_STATUSES:
+        raise ValueError("run status %r is not one of %s" % (result["status"], ", ".join(RUN_STATUSES)))
+    result.setdefault("status_reason", None)
     if result.get("rules_run") is not None:
         result["rules_run"] = sorted(set(result["rules_run"]))
     return result

@@ -7,6 +7,11 @@ Labels carry only bounded values (host names, rule ids, layers, severities, PCI 
 summaries and evidence stay in report.json. No sample has a timestamp: the textfile collector
 refuses them. Fleet-wide series are written with zeros so that alerts resolve; per-host finding
 series exist only while there is something to report.
+
+Only a complete run writes the fleet-wide series (the run's timing, threshold, host counts, fleet findings
+and likely causes). A partial run (--limit) or a failed one writes its run info and per-host series only,
+so that even a file of such a run, once scraped, cannot resolve or change a fleet alert. node_exporter's
+textfile collector points at <report_root>/latest, which only a complete run moves.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -64,13 +69,25 @@ def epoch_seconds(iso_time):
     return moment.timestamp()
 
 
+def run_status(report):
+    return report["run"].get("status") or "complete"
+
+
+def info_family(report):
+    run = report["run"]
+    return family("gpufleet_audit_info", "Audit run that wrote this file (always 1); status: complete, partial "
+                  "or failed (only a complete run writes the fleet-wide series).", [sample(
+                      "gpufleet_audit_info",
+                      [("run_id", run.get("id")), ("tool_version", run.get("tool_version")),
+                       ("report_version", report.get("report_version", REPORT_VERSION)),
+                       ("status", run_status(report))], 1)])
+
+
 def run_families(report):
+    """The fleet-wide series of the run (complete runs only)."""
     run = report["run"]
     summary = report["summary"]
-    lines = family("gpufleet_audit_info", "Audit run that wrote this file (always 1).", [sample(
-        "gpufleet_audit_info",
-        [("run_id", run.get("id")), ("tool_version", run.get("tool_version")),
-         ("report_version", report.get("report_version", REPORT_VERSION))], 1)])
+    lines = []
     finished = epoch_seconds(run.get("finished_at")) or epoch_seconds(run.get("started_at"))
     if finished is not None:
         lines += family("gpufleet_audit_last_run_timestamp_seconds", "Unix time the last audit run finished.",
@@ -133,5 +150,10 @@ def cause_families(report):
 
 
 def render_prometheus(report):
-    lines = run_families(report) + host_families(report) + finding_family(report) + cause_families(report)
+    lines = info_family(report)
+    if run_status(report) == "complete":
+        lines += run_families(report)
+    lines += host_families(report) + finding_family(report)
+    if run_status(report) == "complete":
+        lines += cause_families(report)
     return "\n".join(lines) + "\n"

@@ -82,6 +82,13 @@ def host_problem_lines(report):
     return lines
 
 
+def run_status_line(report):
+    run = report["run"]
+    status = run.get("status") or "complete"
+    reason = run.get("status_reason")
+    return clip("Run: %s%s" % (status.upper(), " - %s" % one_line(reason) if reason else ""))
+
+
 def verdict(report):
     summary = report["summary"]
     threshold = summary["fail_severity"]
@@ -111,6 +118,7 @@ def render_terminal(report, paths=None, report_dir=None):
     policy_errors = report["run"].get("policy_errors") or []
     if policy_errors:
         lines.append(clip("Policy errors (%d): %s" % (len(policy_errors), one_line(policy_errors[0]))))
+    lines.append(run_status_line(report))
     lines.append(verdict(report))
     lines += report_lines(paths, report_dir)
     # every piece of host text was escaped where it was placed; this catches any line that missed it

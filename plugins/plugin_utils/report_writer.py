@@ -1,13 +1,21 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Writes the four report files of a run, each atomically, then points <report_root>/latest at the run."""
+"""Writes the four report files of a run, each atomically, then points <report_root>/latest at the run
+when it was complete (latest-partial when it covered only part of the fleet).
+
+Run folders are created exclusively, so two audits that start in the same second never share one. Files
+are created with the umask's permissions, never wider: reports 0666, facts 0640 (serials, UUIDs and
+process command lines), both less what the umask takes away.
+"""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import hashlib
 import json
 import os
+import re
 import tempfile
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_html import render_html
@@ -16,7 +24,11 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.report_prometheus im
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import json_text
 
 LATEST = "latest"
-FILE_MODE = 0o644
+LATEST_PARTIAL = "latest-partial"
+# requested permissions; the umask takes away from them (see file_mode)
+REPORT_MODE = 0o666
+FACTS_MODE = 0o640
+MAX_RUN_DIR_ATTEMPTS = 1000
 
 
 INDENTED_JSON_MAX_FINDINGS = 2000
@@ -38,9 +50,29 @@ RENDERERS = (
 )
 
 
-def write_atomically(path, content, durable=True):
+def current_umask():
+    """The process umask, read from /proc without changing it where Linux offers it."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as stream:
+            for line in stream:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+def file_mode(requested):
+    """requested less the umask, as open() would create it: never wider than either."""
+    return requested & ~current_umask() & 0o777
+
+
+def write_atomically(path, content, durable=True, mode=REPORT_MODE):
     """Write to a temporary file in the same folder, flush it to disk (unless not durable), then rename it
-    over path. Readers see the old file or the new one, never half of one.
+    over path. Readers see the old file or the new one, never half of one. The file gets mode less the
+    umask (mkstemp creates it 0600 whatever the umask says).
 
     A lone surrogate (possible in text decoded from a host's JSON) is written as \\udXXX, which JSON reads back.
     """
@@ -52,7 +84,7 @@ def write_atomically(path, content, durable=True):
             stream.flush()
             if durable:
                 os.fsync(stream.fileno())
-        os.chmod(temporary, FILE_MODE)
+        os.chmod(temporary, file_mode(mode))
         os.replace(temporary, path)
     except BaseException:
         if os.path.lexists(temporary):
@@ -70,12 +102,12 @@ def link_target(run_dir, report_root):
     return run_dir
 
 
-def point_latest(run_dir, report_root):
-    """Replace report_root/latest with a symlink to run_dir in one rename."""
-    latest = os.path.join(report_root, LATEST)
+def point_latest(run_dir, report_root, link_name=LATEST):
+    """Replace report_root/<link_name> with a symlink to run_dir in one rename."""
+    latest = os.path.join(report_root, link_name)
     if os.path.isdir(latest) and not os.path.islink(latest):
         raise OSError("%s is a real directory, not a link; remove it so that it can point at the latest run" % latest)
-    temporary = os.path.join(report_root, ".%s.%d.tmp" % (LATEST, os.getpid()))
+    temporary = os.path.join(report_root, ".%s.%d.tmp" % (link_name, os.getpid()))
     if os.path.lexists(temporary):
         os.unlink(temporary)
     os.symlink(link_target(run_dir, report_root), temporary)
@@ -87,13 +119,73 @@ def point_latest(run_dir, report_root):
     return latest
 
 
+def link_for_status(status):
+    """The link a run of this status moves: latest for a complete run, latest-partial for a partial one,
+    none for a failed one."""
+    return {"complete": LATEST, "partial": LATEST_PARTIAL}.get(status or "complete")
+
+
 def write_reports(report, run_dir, report_root):
     """Write report.json, report.html, junit.xml and gpufleet.prom into run_dir; return their paths.
 
-    report_root/latest moves to run_dir only after every file is in place.
+    After every file is in place, report_root/latest moves to run_dir when the run was complete,
+    report_root/latest-partial when it was partial; a failed run moves neither.
     """
     os.makedirs(run_dir, exist_ok=True)
     os.makedirs(report_root, exist_ok=True)
     paths = [write_atomically(os.path.join(run_dir, name), render(report)) for name, render in RENDERERS]
-    point_latest(run_dir, report_root)
+    link_name = link_for_status(report["run"].get("status"))
+    if link_name:
+        point_latest(run_dir, report_root, link_name)
     return paths
+
+
+def create_run_dir(proposed):
+    """Create the run folder exclusively: proposed, or proposed-2, -3, ... when another audit (one that
+    started in the same second) holds the name. Returns the folder created."""
+    if os.path.basename(proposed) in ("", ".", ".."):
+        raise ValueError("run folder %r has no name of its own" % proposed)
+    proposed = os.path.abspath(proposed)
+    parent = os.path.dirname(proposed)
+    os.makedirs(parent, exist_ok=True)
+    for attempt in range(1, MAX_RUN_DIR_ATTEMPTS + 1):
+        candidate = proposed if attempt == 1 else "%s-%d" % (proposed, attempt)
+        try:
+            os.mkdir(candidate)
+        except FileExistsError:
+            continue
+        return candidate
+    raise OSError("no free run folder name after %d tries: %s-N" % (MAX_RUN_DIR_ATTEMPTS, proposed))
+
+
+# ----------------------------------------------------------------- host names as file names
+
+# A name used as it is: letters, digits, '.', '_', '-', not starting with '.', short enough for any
+# file system once ".json" is added. Anything else, and names that would share a file on a file system
+# that ignores case, get a sanitized name plus a hash of the real name.
+_SAFE_FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}\Z")
+_UNSAFE_CHARACTERS = re.compile(r"[^a-z0-9._-]+")
+HASHED_PREFIX_MAX = 100
+HASH_LENGTH = 12
+
+
+def hashed_file_name(host):
+    text = str(host)
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:HASH_LENGTH]
+    readable = _UNSAFE_CHARACTERS.sub("_", text.lower())[:HASHED_PREFIX_MAX].lstrip(".") or "host"
+    return "%s-%s" % (readable, digest)
+
+
+def facts_file_names(hosts):
+    """{host: file name without .json}, one distinct name per host even where case is ignored."""
+    names = {host: host if _SAFE_FILE_NAME.match(str(host)) else hashed_file_name(host) for host in hosts}
+    owners = {}
+    for host, name in names.items():
+        owners.setdefault(name.casefold(), []).append(host)
+    for sharing in owners.values():
+        if len(sharing) > 1:
+            for host in sharing:
+                names[host] = hashed_file_name(host)
+    if len({name.casefold() for name in names.values()}) != len(names):
+        raise ValueError("two host names hash to the same facts file name; rename one of them")
+    return names

@@ -87,7 +87,7 @@ def audit_rules(fleet, host, report_dir, extra_vars=None):
     variables = dict(extra_vars or {}, gpufleet_report_dir=str(report_dir))
     run = fleet.playbook("playbooks/audit.yml", limit=host, extra_vars=variables)
     assert run.rc in (0, 2), run.output()
-    with open(os.path.join(str(report_dir), "latest", "report.json")) as handle:
+    with open(os.path.join(str(report_dir), "latest-partial", "report.json")) as handle:  # --limit: partial run
         report = json.load(handle)
     return set(finding["rule"] for finding in report["findings"] if finding["host"] == host)
 

@@ -72,7 +72,7 @@ def audit(fleet, host, report_dir):
     """Runs audit.yml on the host; returns its report.json."""
     run = fleet.playbook("audit.yml", limit=host, extra_vars={"gpufleet_report_dir": str(report_dir)})
     assert run.rc in (0, 2), run.output()
-    return json.loads((report_dir / "latest" / "report.json").read_text())
+    return json.loads((report_dir / "latest-partial" / "report.json").read_text())  # --limit: partial run
 
 
 def rules(report, host):

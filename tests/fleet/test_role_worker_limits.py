@@ -61,7 +61,7 @@ def audit(fleet, host, report_dir):
     """Runs audit.yml on the host; returns its report.json and the host's facts."""
     run = fleet.playbook("audit.yml", limit=host, extra_vars={"gpufleet_report_dir": str(report_dir)})
     assert run.rc in (0, 2), run.output()
-    latest = report_dir / "latest"
+    latest = report_dir / "latest-partial"  # --limit: a partial run
     report = json.loads((latest / "report.json").read_text())
     facts = json.loads((latest / "facts" / ("%s.json" % host)).read_text())
     return report, facts

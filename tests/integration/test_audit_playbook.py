@@ -69,6 +69,7 @@ def test_demo_audit_fails_on_its_critical_findings_after_writing_every_report(de
     report = read_report(report_dir)
     assert report["summary"]["failed_threshold"] is True
     assert report["summary"]["hosts"] == {"total": 16, "ok": 16, "unreachable": 0, "failed": 0}
+    assert report["run"]["status"] == "complete"
     assert "Result: FAIL" in result.stdout and "Likely causes (2)" in result.stdout
     assert [cause["id"] for cause in report["causes"]] == ["driver:550.54.15", "workload:concurrency"]
 
@@ -145,17 +146,20 @@ def test_unreachable_and_failed_hosts_are_reported_without_hiding_the_others(tmp
     result = run_audit(str(report_dir), DEMO, str(extra_inventory),
                        extra=["--limit", "gpu-h100-ok-01,gpu-gone-98,gpu-badfixture-99"])
     output = result.stdout + result.stderr
-    assert result.returncode == 0, output[-3000:]
-    by_host = dict((line.split(":")[0], line) for line in host_lines(report_dir))
+    # the run could not audit two hosts (exit status 4); it was limited, so it is partial (latest-partial)
+    assert result.returncode == 4, output[-3000:]
+    assert not (report_dir / "latest").exists()
+    by_host = dict((line.split(":")[0], line) for line in (report_dir / "latest-partial" / "hosts.txt").read_text().splitlines())
     assert sorted(by_host) == ["gpu-badfixture-99", "gpu-gone-98", "gpu-h100-ok-01"], output[-3000:]
     assert by_host["gpu-gone-98"].startswith("gpu-gone-98: UNREACHABLE")
     assert by_host["gpu-badfixture-99"].startswith("gpu-badfixture-99: FAILED")
     assert "missing.json" in by_host["gpu-badfixture-99"]
     assert by_host["gpu-h100-ok-01"].startswith("gpu-h100-ok-01: ok")
-    report = read_report(report_dir)
+    report = read_json(str(report_dir / "latest-partial" / "report.json"))
+    assert report["run"]["status"] == "partial"
     assert report["summary"]["unreachable"] == ["gpu-gone-98"] and report["summary"]["failed"] == ["gpu-badfixture-99"]
     assert report["hosts"]["gpu-h100-ok-01"]["status"] == "ok"
-    assert (report_dir / "latest" / "facts" / "gpu-h100-ok-01.json").exists()
+    assert (report_dir / "latest-partial" / "facts" / "gpu-h100-ok-01.json").exists()
 
 
 def test_a_bad_policy_stops_the_run_before_any_host_is_contacted(tmp_path):

@@ -51,7 +51,7 @@ def test_no_policy_gives_the_defaults():
     assert validate_policy(None) == validate_policy({})
     effective = validate_policy({})
     assert effective["thresholds"] == DEFAULT_POLICY["thresholds"]
-    assert effective["report"] == {"fail_severity": "critical"}
+    assert effective["report"] == {"fail_severity": "critical", "accept_unreachable": False}
     assert effective["persistence_mode"] is True
     assert effective["workload"]["services"] == [] and effective["custom_rules"] == []
     assert set(effective) == set(DEFAULT_POLICY)
