@@ -71,3 +71,17 @@ def read_realdata(name):
 def read_reference(name):
     with open(reference_path(name)) as handle:
         return handle.read()
+
+
+def main():
+    """`python -m tests.support.corpus`: prints where the corpus is, or ABSENT and exits 1."""
+    root = corpus_root()
+    if root is None:
+        print(ABSENT)
+        return 1
+    print("public corpus: %s" % root)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

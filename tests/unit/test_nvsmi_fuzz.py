@@ -44,6 +44,7 @@ LEAF_RE = re.compile(r"<(\w+)>([^<]*)</\1>")
 def tag_names(text):
     return sorted(set(re.findall(r"<(\w+)>", text))) or ["gpu"]
 
+
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 junk = st.text(max_size=40)

@@ -13,7 +13,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.host_io import Comma
 from tests.support.live_host import live_host
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import (
     NvidiaSmiParseError, collect_nvidia_smi, parse_nvidia_smi_xml)
-from tests.support.corpus import NVSMI_XML_CAPTURES, read_realdata, realdata_path
+from tests.support.corpus import NVSMI_XML_CAPTURES, read_realdata
 from tests.unit.schema_check import ROOT, assert_valid_facts, assert_valid_gpu
 
 OWN_T4 = os.path.join(ROOT, "tests", "fixtures", "samples", "nvsmi-q-x_tesla-t4_515.105.01.xml")
@@ -83,9 +83,8 @@ def fresh_facts():
 
 # ---------------------------------------------------------------- every capture
 
-@pytest.mark.corpus
-def test_every_capture_has_expectations():
-    found = sorted(os.path.basename(p) for p in glob.glob(realdata_path("nvsmi-q-x_*.xml")))
+def test_every_capture_has_expectations(corpus):
+    found = sorted(os.path.basename(p) for p in glob.glob(corpus.realdata("nvsmi-q-x_*.xml")))
     assert found and set(found) == set(EXPECTED) == set(NVSMI_XML_CAPTURES)
 
 
