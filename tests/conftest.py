@@ -1,4 +1,5 @@
-"""Makes the checkout importable as ansible_collections.gpufleet.core for the tests."""
+"""Makes the checkout importable as ansible_collections.gpufleet.core for the tests, and gives them the
+public corpus: the `corpus` fixture and marker (tests/support/corpus.py says where it is looked for)."""
 
 import os
 import sys
