@@ -230,7 +230,12 @@ def test_demo_fleet_likely_causes():
 # ---------------------------------------------------------------- real captures
 
 def capture_facts(name):
-    with open(realdata_path(name), encoding="utf-8") as handle:
+    return nvidia_smi_facts(realdata_path(name))
+
+
+def nvidia_smi_facts(path):
+    """The facts of a host whose nvidia-smi -q -x printed the file at path."""
+    with open(path, encoding="utf-8") as handle:
         report = parse_nvidia_smi_xml(handle.read())
     facts = new_facts()
     facts.update(source="nvidia_smi", nvidia_present=True, collected_at="2026-11-30T06:00:00Z",

@@ -5,30 +5,17 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
-from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import parse_nvidia_smi_xml
 from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_host
-from tests.unit.schema_check import ROOT, assert_valid_facts
+from tests.unit.schema_check import ROOT
+from tests.unit.test_diagnose_demo import nvidia_smi_facts
 from tests.unit.test_rules_hardware import KNOWLEDGE, policy
 
 SAMPLES = os.path.join(ROOT, "tests", "fixtures", "samples")
 
 
-def sample_facts(name):
-    with open(os.path.join(SAMPLES, name), encoding="utf-8") as handle:
-        report = parse_nvidia_smi_xml(handle.read())
-    facts = new_facts()
-    facts.update(source="nvidia_smi", nvidia_present=True, collected_at="2026-11-30T06:00:00Z",
-                 gather_subset=["driver", "gpus"])
-    facts["driver"].update(version=report["driver"]["version"], cuda_driver_version=report["driver"]["cuda_driver_version"],
-                           userspace_version=report["driver"]["version"])
-    facts["gpus"] = report["gpus"]
-    assert_valid_facts(facts)
-    return facts
-
-
 def rules(name):
-    return sorted((f["rule"], f["severity"]) for f in diagnose_host("sample", sample_facts(name), policy(), KNOWLEDGE))
+    findings = diagnose_host("sample", nvidia_smi_facts(os.path.join(SAMPLES, name)), policy(), KNOWLEDGE)
+    return sorted((f["rule"], f["severity"]) for f in findings)
 
 
 @pytest.mark.parametrize("name", sorted(n for n in os.listdir(SAMPLES) if n.endswith(".xml")))

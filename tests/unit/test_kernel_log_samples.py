@@ -3,37 +3,16 @@ bare NVRM lines, journald's "kernel:" prefix, drivers that print no name=, syslo
 dmesg continuation lines, /dev/kmsg records, MIG-attributed and legacy Xid lines. The values (bus ids,
 pids, versions, times) are our own; the shapes are those the NVIDIA driver prints."""
 
-import calendar
-import time
-
-import pytest
-
-from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import parse_kernel_log
 from tests.unit.schema_check import assert_valid_facts
+from tests.unit import test_kernel_log
+from tests.unit.test_kernel_log import NOW, _facts_with, _utc
 
-
-def _utc(text):
-    return calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%S"))
-
-
-NOW = _utc("2026-11-30T12:00:00")
-
-
-@pytest.fixture(autouse=True)
-def utc_zone(monkeypatch):
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+utc_zone = test_kernel_log.utc_zone  # the autouse fixture that pins TZ=UTC, here too
 
 
 def valid(xids, kernel):
-    facts = new_facts()
-    facts["collected_at"] = "2026-11-30T12:00:00Z"
-    facts["xid_events"], facts["kernel_events"] = xids, kernel
-    assert_valid_facts(facts)
+    assert_valid_facts(_facts_with(xids, kernel))
 
 
 DMESG_CTIME = "".join(line + "\n" for line in [
