@@ -13,12 +13,13 @@ BASE_PYTHON ?= $(shell for p in $(PYTHON_CANDIDATES); do \
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: help venv system-packages audit test test-unit test-integration test-docs sanity lint bench clean \
+.PHONY: help venv system-packages audit test test-unit test-integration test-docs corpus-test sanity lint bench clean \
 	fleet-up fleet-down test-fleet
 
 help:
 	@echo "make audit   - set up .venv and audit the demo fleet (reports/latest)"
 	@echo "make test    - the whole test suite: unit, integration, docs, sanity, lint, simulated fleet"
+	@echo "make corpus-test - only the tests that read the public corpus (GPUFLEET_CORPUS, else ../shared); fails without it"
 	@echo "make fleet-up / fleet-down / test-fleet - the simulated fleet of nspawn containers"
 
 venv: $(STAMP)
@@ -60,6 +61,13 @@ test-unit: $(STAMP)
 
 test-integration: $(STAMP)
 	$(VENV_PY) -m pytest tests/integration -q
+
+# The tests marked corpus read public captures and researched facts kept outside the repository
+# (GPUFLEET_CORPUS, else ../shared beside the checkout). `make test` runs them when the corpus is there and
+# skips them otherwise; here a missing corpus is a failure (GPUFLEET_CORPUS_REQUIRED turns the skips into failures).
+corpus-test: $(STAMP)
+	$(VENV_PY) -m tests.support.corpus
+	GPUFLEET_CORPUS_REQUIRED=1 $(VENV_PY) -m pytest tests/unit tests/integration -q -m corpus
 
 test-docs: $(STAMP)
 	$(VENV_PY) tools/schema_to_return.py --check

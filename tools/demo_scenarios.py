@@ -29,7 +29,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import jo
 from tests.support.nvml_sim import scenario_h100_node
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-T4_CAPTURE = os.path.join(ROOT, "tests", "fixtures", "realdata", "nvsmi-q-x_tesla-t4_515.105.01_v11_telegraf.xml")
+# the project's own nvidia-smi -q -x document of a Tesla T4 (tests/fixtures/samples/README.md)
+T4_SAMPLE = os.path.join(ROOT, "tests", "fixtures", "samples", "nvsmi-q-x_tesla-t4_515.105.01.xml")
 
 # Every demo host is recorded at this instant; kernel log lines lie in the 72 h before it.
 RECORDED_AT = "2026-11-30T06:00:00Z"
@@ -775,19 +776,19 @@ def host_cpu_nodriver_13():
                 description="CPU node: libnvidia-ml from the base image, no NVIDIA kernel module, no nvidia-smi")
 
 
-def read_t4_capture():
-    with open(T4_CAPTURE) as handle:
+def read_t4_sample():
+    with open(T4_SAMPLE) as handle:
         return handle.read()
 
 
 def host_t4_nvsmi_14():
     name = "gpu-t4-nvsmi-14"
     host = SimHost(name).nvidia_driver("515.105.01", open_module=False)
-    host.nvidia_smi_xml(read_t4_capture()).container_toolkit("1.13.5").cuda_toolkits("11.7.1")
+    host.nvidia_smi_xml(read_t4_sample()).container_toolkit("1.13.5").cuda_toolkits("11.7.1")
     # a pass-through GPU of a VM: the virtual PCIe port exposes no AER, so there are no aer_dev_* files
-    host.process(675, "Xorg").process(5762, "python")
+    host.process(1318, "Xorg").process(48211, "python3")
     return dict(name=name, group="inference", source="nvidia_smi", nvml=None, host=host.to_dict(),
-                description="Tesla T4 without pynvml: facts from a real nvidia-smi -q -x capture (515.105.01)")
+                description="Tesla T4 without pynvml: facts from nvidia-smi -q -x (515.105.01)")
 
 
 def gsp_timeout_line(gpu, index, pid):

@@ -61,6 +61,18 @@ venv_python_version() {
     "$venv_bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])'
 }
 
+# The folders of the chosen interpreters, for PATH: ansible-test's import test runs "pythonX.Y" from PATH
+# whatever --target-python names, and on PATH a pyenv shim answers "command not found" for every version
+# but pyenv's global one. Putting each interpreter's own folder first makes them all reachable.
+interpreter_dirs() {
+    local option dirs=""
+    for option in "$@"; do
+        [[ "$option" == *@* ]] || continue
+        dirs+="$(dirname "${option#*@}"):"
+    done
+    printf '%s' "$dirs"
+}
+
 # One --target-python option per chosen version that is installed. Naming them (rather than --local,
 # which tests every pythonX.Y it finds on PATH) keeps the set the same on every machine.
 target_python_options() {
@@ -84,7 +96,7 @@ main() {
     cd "$collection_copy"
     # The content root is named so ansible-test does not walk up to this repository's .git, where build/
     # is ignored and every file of the copy would be skipped. "origin" is this machine, as with --local.
-    ANSIBLE_TEST_CONTENT_ROOT="$collection_copy" PATH="$venv_bin:$PATH" \
+    ANSIBLE_TEST_CONTENT_ROOT="$collection_copy" PATH="$venv_bin:$(interpreter_dirs "${targets[@]}")$PATH" \
         "$venv_bin/ansible-test" sanity --color no \
         --controller "origin:python=$(venv_python_version)@$venv_bin/python" "${targets[@]}" "$@" \
         || status=$?

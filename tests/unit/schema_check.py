@@ -6,7 +6,6 @@ import os
 import jsonschema
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-REALDATA = os.path.join(os.path.dirname(ROOT), "shared", "realdata")
 
 with open(os.path.join(ROOT, "docs", "schema", "gpu_facts.schema.json")) as _handle:
     FACTS_SCHEMA = json.load(_handle)

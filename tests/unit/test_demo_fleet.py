@@ -340,10 +340,10 @@ def check_t4_nvsmi_14(facts):
     assert (driver["version"], driver["cuda_driver_version"], driver["nvml_version"]) == ("515.105.01", "11.7", None)
     assert driver["kernel_module_version"] == "515.105.01" and driver["mismatch"] is False
     (gpu,) = gpus_named(facts, "Tesla T4", 1)
-    assert gpu["pci_bus_id"] == "0000:00:1e.0" and gpu["uuid"] == "GPU-d37e67a5-91dd-3774-a5cb-99096249601a"
-    assert (gpu["memory"]["total_mib"], gpu["memory"]["used_mib"]) == (15360, 1032)
+    assert gpu["pci_bus_id"] == "0000:00:1e.0" and gpu["uuid"] == "GPU-c325c434-8090-9372-31f0-cfc1d0545b27"
+    assert (gpu["memory"]["total_mib"], gpu["memory"]["used_mib"]) == (15360, 1630)
     assert [(process["pid"], process["name"], process["used_memory_mib"]) for process in gpu["processes"]] == [
-        (675, "/usr/lib/xorg/Xorg", 22), (5762, "python", 1005)]
+        (1318, "/usr/lib/xorg/Xorg", 26), (48211, "python3", 1604)]
     assert (gpu["pcie"]["width_current"], gpu["pcie"]["width_max"], gpu["pcie"]["aer"]) == (8, 16, None)
 
 

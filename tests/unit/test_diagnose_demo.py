@@ -22,7 +22,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.correlate import cor
 from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_fleet, diagnose_host
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import at_or_above
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import policy_from_vars
-from tests.unit.schema_check import REALDATA, ROOT, assert_valid_facts
+from tests.support.corpus import NVSMI_XML_CAPTURES, realdata_path
+from tests.unit.schema_check import ROOT, assert_valid_facts
 from tests.unit.test_rules_hardware import KNOWLEDGE, policy
 
 DEMO = os.path.join(ROOT, "inventories", "demo")
@@ -228,10 +229,12 @@ def test_demo_fleet_likely_causes():
 
 # ---------------------------------------------------------------- real captures
 
-CAPTURES = sorted(glob.glob(os.path.join(REALDATA, "nvsmi-q-x_*.xml")))
+def capture_facts(name):
+    return nvidia_smi_facts(realdata_path(name))
 
 
-def capture_facts(path):
+def nvidia_smi_facts(path):
+    """The facts of a host whose nvidia-smi -q -x printed the file at path."""
     with open(path, encoding="utf-8") as handle:
         report = parse_nvidia_smi_xml(handle.read())
     facts = new_facts()
@@ -244,21 +247,25 @@ def capture_facts(path):
     return facts
 
 
+@pytest.mark.corpus
 def test_all_twelve_captures_are_read():
-    assert len(CAPTURES) == 12
+    assert sorted(os.path.basename(p) for p in glob.glob(realdata_path("nvsmi-q-x_*.xml"))) == sorted(NVSMI_XML_CAPTURES)
+    assert len(NVSMI_XML_CAPTURES) == 12
 
 
-@pytest.mark.parametrize("path", CAPTURES, ids=os.path.basename)
-def test_real_capture_has_no_critical_finding(path):
-    findings = diagnose_host("capture", capture_facts(path), policy(), KNOWLEDGE)
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", NVSMI_XML_CAPTURES)
+def test_real_capture_has_no_critical_finding(name):
+    findings = diagnose_host("capture", capture_facts(name), policy(), KNOWLEDGE)
     assert [f for f in findings if f["severity"] == "critical"] == []
 
 
 def capture_findings(name, rule):
-    findings = diagnose_host("capture", capture_facts(os.path.join(REALDATA, name)), policy(), KNOWLEDGE)
+    findings = diagnose_host("capture", capture_facts(name), policy(), KNOWLEDGE)
     return [f for f in findings if f["rule"] == rule]
 
 
+@pytest.mark.corpus
 def test_idle_laptop_gpu_at_gen1_is_not_a_gen_problem():
     (link,) = capture_findings("nvsmi-q-x_rtx-3060-laptop_515.65.01_v11_netdata.xml", "hardware.pcie_link")
     assert link["severity"] == "warning" and "gen 1 of 4 while idle" in link["summary"]
@@ -267,13 +274,15 @@ def test_idle_laptop_gpu_at_gen1_is_not_a_gen_problem():
     assert link["severity"] == "info"
 
 
+@pytest.mark.corpus
 def test_rtx_3090_capped_at_200_of_350_watts():
     (cap,) = capture_findings("nvsmi-q-x_rtx-3090_525.147.05_v12_telegraf.xml", "hardware.power_limit")
     assert cap["evidence"]["limit_w"] == 200.0 and cap["evidence"]["default_limit_w"] == 350.0
 
 
+@pytest.mark.corpus
 def test_single_a100_in_a_vm_is_only_a_gpu_count_warning():
-    findings = diagnose_host("capture", capture_facts(os.path.join(
-        REALDATA, "nvsmi-q-x_a100-sxm4-40gb_mig-2x3g.20gb_510.47.03_v11_netdata.xml")), policy(), KNOWLEDGE)
+    findings = diagnose_host("capture", capture_facts(
+        "nvsmi-q-x_a100-sxm4-40gb_mig-2x3g.20gb_510.47.03_v11_netdata.xml"), policy(), KNOWLEDGE)
     assert sorted((f["rule"], f["severity"]) for f in findings) == [
         ("driver.persistence_mode", "warning"), ("hardware.gpu_count", "warning")]

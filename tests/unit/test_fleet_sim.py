@@ -4,7 +4,7 @@ Each test builds a state with tests/fleet/sim/state.py in a temporary folder sta
 (GPUFLEET_SIM_ROOT) and runs nvidia_smi.py / gpu_worker.py as subprocesses; the long MIG command
 sequences call the same entry point (run_nvidia_smi) in this process to keep the file fast.
 Expected texts are the ones real nvidia-smi prints: the published MIG User Guide transcripts and
-the captures in ../shared/realdata.
+(tests marked corpus) the captures of the public corpus.
 """
 
 import importlib.util
@@ -24,7 +24,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_mig import par
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import collect_nvidia_smi, parse_nvidia_smi_xml
 from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import load_knowledge
 from tests.support.live_host import live_host
-from tests.unit.schema_check import REALDATA, ROOT, assert_valid_facts, assert_valid_gpu
+from tests.support.corpus import read_realdata
+from tests.unit.schema_check import ROOT, assert_valid_facts, assert_valid_gpu
 
 SIM_DIR = os.path.join(ROOT, "tests", "fleet", "sim")
 NVIDIA_SMI = os.path.join(SIM_DIR, "nvidia_smi.py")
@@ -164,8 +165,7 @@ def fresh_facts():
 
 
 def realdata_lines(name, start=None, end=None):
-    with open(os.path.join(REALDATA, name)) as handle:
-        text = handle.read()
+    text = read_realdata(name)
     if start is not None:
         text = text.split(start, 1)[1]
     if end is not None:
@@ -381,13 +381,21 @@ def test_mig_mode_change_variants(tmp_path):
 
 # ---------------------------------------------------------------- MIG listings against real captures
 
+@pytest.mark.corpus
 def test_lgip_matches_the_h100_capture(tmp_path):
     root = make_root(tmp_path, H100, 4, mig=True)
     assert ok(root, "mig", "-lgip").splitlines() == realdata_lines("nvsmi-mig-lgip_4xh100-sxm5-80gb_stackhpc.txt")
-    assert [(p["gpu"], p["profile_name"], p["instances_free"], p["memory_gib"])
-            for p in parse_lgip(ok(root, "mig", "-lgip", "-i", "2"))][:2] == [(2, "1g.10gb", 7, 9.75), (2, "1g.10gb+me", 1, 9.75)]
 
 
+def test_lgip_of_one_h100_parses(tmp_path):
+    root = make_root(tmp_path, H100, 4, mig=True)
+    profiles = parse_lgip(ok(root, "mig", "-lgip", "-i", "2"))
+    assert [(p["gpu"], p["profile_name"], p["profile_id"], p["instances_free"], p["memory_gib"]) for p in profiles] == [
+        (2, "1g.10gb", 19, 7, 9.75), (2, "1g.10gb+me", 20, 1, 9.75), (2, "1g.20gb", 15, 4, 19.62),
+        (2, "2g.20gb", 14, 3, 19.62), (2, "3g.40gb", 9, 2, 39.5), (2, "4g.40gb", 5, 1, 39.5), (2, "7g.80gb", 0, 1, 79.25)]
+
+
+@pytest.mark.corpus
 def test_a30_session_matches_the_capture(tmp_path):
     """The A30 transcript: -lgip, -lgipp, three -cgi ... -C calls, -lgi, -lcip for two instances."""
     session = "nvsmi-mig-session_a30_lgipp-lgi-L-table-lcip_535.183.01_unresolved-repo.txt"

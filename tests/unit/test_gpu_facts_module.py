@@ -8,9 +8,9 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpufleet.core.plugins.modules import gpu_facts
-from tests.unit.schema_check import REALDATA, assert_valid_facts
+from tests.unit.schema_check import ROOT, assert_valid_facts
 
-T4_XML = os.path.join(REALDATA, "nvsmi-q-x_tesla-t4_515.105.01_v11_telegraf.xml")
+T4_XML = os.path.join(ROOT, "tests", "fixtures", "samples", "nvsmi-q-x_tesla-t4_515.105.01.xml")
 
 
 def run_module(capsys, **args):
@@ -22,7 +22,7 @@ def run_module(capsys, **args):
 
 @pytest.fixture
 def fake_nvidia_smi(tmp_path, monkeypatch):
-    """An nvidia-smi on PATH that prints a real capture, as an admin's own binary would be found."""
+    """An nvidia-smi on PATH that prints the project's T4 sample, as an admin's own binary would be found."""
     folder = tmp_path / "bin"
     folder.mkdir()
     script = folder / "nvidia-smi"
@@ -53,7 +53,7 @@ def test_record_then_replay_gives_the_same_gpu_facts(capsys, fake_nvidia_smi, tm
     assert (replay_facts["source"], replay_facts["replay_of"]) == ("replay", "nvidia_smi")
     assert replay_facts["driver"] == live_facts["driver"]
     replayed_gpu, live_gpu = replay_facts["gpus"][0], live_facts["gpus"][0]
-    assert (replayed_gpu["serial"], live_gpu["serial"]) == ("SCRUBBED00001", "0000000000000")
+    assert (replayed_gpu["serial"], live_gpu["serial"]) == ("SCRUBBED00001", "1837777484182")
     assert replayed_gpu["uuid"] == "GPU-00000000-0000-4000-8000-000000000001" != live_gpu["uuid"]
     assert dict(replayed_gpu, serial=None, uuid=None) == dict(live_gpu, serial=None, uuid=None)
     assert "<serial>0000000000000<" not in fixture.read_text()
@@ -63,7 +63,7 @@ def test_record_without_scrub_keeps_the_real_identities(capsys, fake_nvidia_smi,
     fixture = tmp_path / "t4.json"
     run_module(capsys, source="nvidia_smi", record=str(fixture), scrub=False, gather_subset=["min"])
     replayed = run_module(capsys, source="replay", fixture=str(fixture), gather_subset=["min"])
-    assert replayed["ansible_facts"]["gpufleet"]["gpus"][0]["serial"] == "0000000000000"
+    assert replayed["ansible_facts"]["gpufleet"]["gpus"][0]["serial"] == "1837777484182"
 
 
 def test_check_mode_records_nothing(capsys, fake_nvidia_smi, tmp_path):

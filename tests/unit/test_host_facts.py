@@ -12,7 +12,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
 from ansible_collections.gpufleet.core.plugins.module_utils.host_facts import (
     collect_host, collect_pcie_aer, parse_systemctl_show, read_kernel_module_version)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost
-from tests.unit.schema_check import REALDATA, assert_valid_facts
+from tests.unit.schema_check import ROOT, assert_valid_facts
 
 # --- /proc/driver/nvidia/version ------------------------------------------------------------
 
@@ -303,8 +303,8 @@ def _uncorrectable(total_name, **counts):
     return "\n".join(lines + ["%s %d" % (total_name, sum(counts.values()))]) + "\n"
 
 
-def _gpus_from_capture(name):
-    root = ElementTree.parse(os.path.join(REALDATA, name)).getroot()
+def _gpus_from_sample(name):
+    root = ElementTree.parse(os.path.join(ROOT, "tests", "fixtures", "samples", name)).getroot()
     gpus = []
     for index, element in enumerate(root.findall("gpu")):
         gpu = new_gpu(index)
@@ -313,10 +313,10 @@ def _gpus_from_capture(name):
     return gpus
 
 
-def test_pcie_aer_for_the_two_gpus_of_a_real_capture():
+def test_pcie_aer_for_the_two_gpus_of_a_sample():
     facts = new_facts()
     facts["collected_at"] = "2026-11-30T12:00:00Z"
-    facts["gpus"] = _gpus_from_capture("nvsmi-q-x_2x-rtx-2080_590.44.01_v13_telegraf.xml")
+    facts["gpus"] = _gpus_from_sample("nvsmi-q-x_2x-a10g_550.90.07.xml")
     assert [g["pci_bus_id"] for g in facts["gpus"]] == ["0000:01:00.0", "0000:02:00.0"]
     base = "/sys/bus/pci/devices/0000:01:00.0/"
     host = ReplayHost({"files": {
@@ -336,7 +336,7 @@ def test_pcie_aer_with_only_some_files_and_no_bus_id():
     facts = new_facts()
     facts["collected_at"] = "2026-11-30T12:00:00Z"
     facts["gpus"] = [new_gpu(0), new_gpu(1)]
-    facts["gpus"][0]["pci_bus_id"] = "0000:2d:00.0"  # the RTX 3060 capture's bus id, lower-cased
+    facts["gpus"][0]["pci_bus_id"] = "0000:2d:00.0"  # a bus id with letters, lower-cased
     host = ReplayHost({"files": {"/sys/bus/pci/devices/0000:2d:00.0/aer_dev_correctable": "RxErr 0\nBadTLP 0\n"}})
     collect_pcie_aer(host, facts)
     assert_valid_facts(facts)

@@ -1,8 +1,9 @@
-"""Kernel log parsing and collection, driven by the real NVRM lines in ../shared/realdata
-and the real example lines of ../shared/reference/xid_catalog.yaml."""
+"""Kernel log parsing and collection, driven by the real NVRM lines and the example lines of the Xid
+catalog in the public corpus (tests marked corpus), and by the project's own lines (here and in
+tests/unit/test_kernel_log_samples.py)."""
 
 import calendar
-import os
+import functools
 import time
 
 import pytest
@@ -13,10 +14,10 @@ from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import n
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import (
     collect_kernel_log, parse_kernel_log)
-from tests.unit.schema_check import REALDATA, assert_valid_facts
+from tests.support.corpus import read_realdata, read_reference
+from tests.unit.schema_check import assert_valid_facts
 
-REFERENCE = os.path.join(os.path.dirname(REALDATA), "reference")
-NVRM_FILE = os.path.join(REALDATA, "kernel-log_nvrm_lines_part1.txt")
+NVRM_FILE = "kernel-log_nvrm_lines_part1.txt"
 KMSG_FILES = ("kmsg_nvidia-peermem_errors_gpud.log", "kmsg_nvswitch_open_gpud.log")
 
 
@@ -37,16 +38,12 @@ def utc_zone(monkeypatch):
     time.tzset()
 
 
-def _read(path):
-    with open(path) as handle:
-        return handle.read()
-
-
+@functools.lru_cache(maxsize=None)
 def _blocks():
     """The realdata file's blocks, keyed by the '## repo#number' header."""
     blocks = {}
     name = None
-    for line in _read(NVRM_FILE).splitlines():
+    for line in read_realdata(NVRM_FILE).splitlines():
         if line.startswith("## "):
             name = line[3:].split(" ")[0]
             blocks[name] = []
@@ -55,12 +52,8 @@ def _blocks():
     return dict((key, "\n".join(lines)) for key, lines in blocks.items())
 
 
-BLOCKS = _blocks()
-
-
 def _catalog_examples():
-    with open(os.path.join(REFERENCE, "xid_catalog.yaml")) as handle:
-        return yaml.safe_load(handle)["log_format"]["examples"]
+    return yaml.safe_load(read_reference("xid_catalog.yaml"))["log_format"]["examples"]
 
 
 def _facts_with(xids, kernel):
@@ -73,8 +66,9 @@ def _facts_with(xids, kernel):
 
 # --- the realdata blocks, one format each ------------------------------------------------
 
+@pytest.mark.corpus
 def test_dmesg_ctime_block_gives_its_four_xids_and_skips_peermem_noise():
-    xids, kernel = parse_kernel_log(BLOCKS["leptonai/gpud#46"], now=NOW)
+    xids, kernel = parse_kernel_log(_blocks()["leptonai/gpud#46"], now=NOW)
     assert [e["xid"] for e in xids] == [13, 13, 13, 109]
     assert kernel == []
     assert set(e["pci_bus_id"] for e in xids) == {"0000:cb:00.0"}
@@ -90,8 +84,9 @@ def test_dmesg_ctime_block_gives_its_four_xids_and_skips_peermem_noise():
     assert_valid_facts(_facts_with(xids, kernel))
 
 
+@pytest.mark.corpus
 def test_bare_lines_without_prefix_keep_unknown_time():
-    xids = parse_kernel_log(BLOCKS["leptonai/gpud#1174"], now=NOW, window_seconds=3600)[0]
+    xids = parse_kernel_log(_blocks()["leptonai/gpud#1174"], now=NOW, window_seconds=3600)[0]
     assert [(e["pci_bus_id"], e["xid"]) for e in xids] == [
         ("0019:01:00.0", 149), ("0000:00:00.0", 149), ("0018:01:00.0", 145), ("0000:9b:00.0", 94)]
     assert all(e["time"] is None for e in xids)
@@ -99,8 +94,9 @@ def test_bare_lines_without_prefix_keep_unknown_time():
     assert (xids[3]["pid"], xids[3]["process_name"], xids[3]["message"]) == (1234, "python3", "Contained ECC error")
 
 
+@pytest.mark.corpus
 def test_kernel_prefix_lines_with_caused_by_suffix():
-    xids = parse_kernel_log(BLOCKS["NVIDIA/open-gpu-kernel-modules#1150"], now=NOW)[0]
+    xids = parse_kernel_log(_blocks()["NVIDIA/open-gpu-kernel-modules#1150"], now=NOW)[0]
     assert len(xids) == 7
     assert all(e["xid"] == 45 and e["process_name"] == "python3" for e in xids)
     assert [(e["pci_bus_id"], e["pid"]) for e in xids[:4]] == [
@@ -108,17 +104,19 @@ def test_kernel_prefix_lines_with_caused_by_suffix():
     assert xids[0]["message"] == "Ch 00000001 caused by previous Xid 149"
 
 
+@pytest.mark.corpus
 def test_older_driver_lines_without_name_field():
-    xids = parse_kernel_log(BLOCKS["facebookresearch/gcm"], now=NOW)[0]
+    xids = parse_kernel_log(_blocks()["facebookresearch/gcm"], now=NOW)[0]
     assert [(e["xid"], e["pid"], e["process_name"]) for e in xids] == [(31, 3234, None), (48, 3234, None)]
     assert xids[0]["pci_bus_id"] == "000d:00:00.0"
     assert xids[0]["time"] == "2022-10-14T14:56:49Z"
     assert xids[0]["message"] == "Graphics SM Warp Exception on (GPC 2, TPC 2, SM 1): Out Of Range Address"
 
 
+@pytest.mark.corpus
 def test_syslog_012_escapes_give_the_api_mismatch_versions():
     now = _utc("2023-07-01T00:00:00")
-    xids, kernel = parse_kernel_log(BLOCKS["stackhpc/ansible-slurm-appliance#287"], now=now)
+    xids, kernel = parse_kernel_log(_blocks()["stackhpc/ansible-slurm-appliance#287"], now=now)
     assert xids == []
     assert len(kernel) == 1
     event = kernel[0]
@@ -130,14 +128,16 @@ def test_syslog_012_escapes_give_the_api_mismatch_versions():
     assert_valid_facts(_facts_with(xids, kernel))
 
 
+@pytest.mark.corpus
 def test_syslog_year_is_the_previous_one_when_the_date_would_be_in_the_future():
     now = _utc("2024-01-02T00:00:00")
-    kernel = parse_kernel_log(BLOCKS["stackhpc/ansible-slurm-appliance#287"], now=now)[1]
+    kernel = parse_kernel_log(_blocks()["stackhpc/ansible-slurm-appliance#287"], now=now)[1]
     assert kernel[0]["time"] == "2023-06-30T11:07:05Z"
 
 
+@pytest.mark.corpus
 def test_raw_dmesg_indented_continuation_gives_the_api_mismatch_versions():
-    block = BLOCKS["saharmor/dalle-playground#104"]
+    block = _blocks()["saharmor/dalle-playground#104"]
     xids, kernel = parse_kernel_log(block, now=NOW)
     assert xids == []
     assert [(e["client_version"], e["kernel_module_version"]) for e in kernel] == [("515.48.07", "510.73.05")]
@@ -146,8 +146,9 @@ def test_raw_dmesg_indented_continuation_gives_the_api_mismatch_versions():
     assert placed[0]["time"] == "2022-06-01T12:03:06.259769Z"
 
 
+@pytest.mark.corpus
 def test_the_whole_realdata_file_parses_without_noise():
-    xids, kernel = parse_kernel_log(_read(NVRM_FILE), now=NOW)
+    xids, kernel = parse_kernel_log(read_realdata(NVRM_FILE), now=NOW)
     assert len(xids) == 4 + 4 + 7 + 2
     assert [e["kind"] for e in kernel] == ["api_mismatch", "api_mismatch"]
     assert_valid_facts(_facts_with(xids, kernel))
@@ -155,16 +156,18 @@ def test_the_whole_realdata_file_parses_without_noise():
 
 # --- /dev/kmsg ------------------------------------------------------------------------------
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("name", KMSG_FILES)
 def test_kmsg_captures_without_nvrm_give_no_events(name):
-    assert parse_kernel_log(_read(os.path.join(REALDATA, name)), now=NOW) == ([], [])
+    assert parse_kernel_log(read_realdata(name), now=NOW) == ([], [])
 
 
+@pytest.mark.corpus
 def test_kmsg_records_carrying_nvrm_lines_get_boot_relative_times():
     # real record prefixes from the gpud kmsg capture, carrying the gpud#1174 kmsg input lines
     prefixes = [line.split(";", 1)[0] + ";" for line in
-                _read(os.path.join(REALDATA, "kmsg_nvswitch_open_gpud.log")).splitlines()[:2]]
-    messages = [line for line in BLOCKS["leptonai/gpud#1174"].splitlines() if line.startswith("NVRM")][:2]
+                read_realdata("kmsg_nvswitch_open_gpud.log").splitlines()[:2]]
+    messages = [line for line in _blocks()["leptonai/gpud#1174"].splitlines() if line.startswith("NVRM")][:2]
     text = "\n".join(p + m for p, m in zip(prefixes, messages)) + "\n SUBSYSTEM=pci\n DEVICE=+pci:0000:00:00.0\n"
     xids = parse_kernel_log(text, now=NOW)[0]
     assert [e["time"] for e in xids] == ["206.764307", "206.764310"]
@@ -184,6 +187,7 @@ def test_kmsg_escaped_newline_is_joined():
 
 # --- the catalog's example lines and its format notes --------------------------------------
 
+@pytest.mark.corpus
 def test_every_catalog_xid_example_parses_to_its_xid():
     examples = [e for e in _catalog_examples() if e["xid"] is not None]
     assert len(examples) >= 20
@@ -194,12 +198,14 @@ def test_every_catalog_xid_example_parses_to_its_xid():
         assert kernel == []
 
 
+@pytest.mark.corpus
 def test_catalog_lines_that_are_not_xids_give_nothing():
     for example in _catalog_examples():
         if example["xid"] is None:
             assert parse_kernel_log(example["line"], now=NOW) == ([], []), example["line"]
 
 
+@pytest.mark.corpus
 def test_mig_attributed_xid_and_legacy_format_from_the_catalog():
     lines = dict((e["line"].split("):")[0], e["line"]) for e in _catalog_examples())
     xids = parse_kernel_log(lines["NVRM: Xid (PCI:0000:01:00 GPU-I:05"], now=NOW)[0]
@@ -381,7 +387,19 @@ JOURNAL_OUT = "\n".join([
     "2026-11-30T10:11:12+0000 gpu-0 kernel: " + XID_109,
     "2026-11-30T10:12:00+0000 gpu-0 kernel: NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.",
 ])
-DMESG_CTIME_OUT = BLOCKS["leptonai/gpud#46"]
+# own lines in the dmesg --ctime format: a peer-memory message that is not an NVRM line, then four Xids
+DMESG_CTIME_OUT = "\n".join([
+    "[Tue Nov 24 03:02:41 2026] nvidia-peermem nv_get_p2p_free_callback:127 ERROR detected invalid context, "
+    "skipping further processing",
+    "[Tue Nov 24 03:17:52 2026] NVRM: Xid (PCI:0000:4e:00): 13, pid='<unknown>', name=<unknown>, "
+    "Graphics SM Warp Exception on (GPC 3, TPC 1, SM 0): Illegal Instruction Encoding",
+    "[Tue Nov 24 03:17:52 2026] NVRM: Xid (PCI:0000:4e:00): 13, pid='<unknown>', name=<unknown>, "
+    "Graphics SM Global Exception on (GPC 3, TPC 1, SM 0): Multiple Warp Errors",
+    "[Tue Nov 24 03:17:52 2026] NVRM: Xid (PCI:0000:4e:00): 13, pid='<unknown>', name=<unknown>, "
+    "Graphics Exception: ESR 0x51e730=0x2000d 0x51e734=0x0 0x51e728=0xc81eb60 0x51e72c=0x1174",
+    "[Tue Nov 24 03:17:58 2026] NVRM: Xid (PCI:0000:4e:00): 109, pid=220417, name=python3, "
+    "Ch 00000010, errorString CTX SWITCH TIMEOUT, Info 0x3c009",
+])
 
 
 def _host(commands, bins=("journalctl", "dmesg"), files=None):
@@ -410,7 +428,7 @@ def test_collect_from_journalctl():
 
 
 def test_journalctl_timeout_falls_back_to_dmesg_ctime():
-    # no window: the 2024 capture would fall outside any window ending now
+    # no window: these lines of 2026-11-24 fall outside the default window ending on 2026-11-30
     host = _host({"journalctl _TRANSPORT=kernel -o short-iso --no-pager": {"rc": None, "timed_out": True},
                   "dmesg --ctime": {"rc": 0, "stdout": DMESG_CTIME_OUT}})
     used, facts = _collect(host, window_hours=None)

@@ -1,8 +1,7 @@
-"""Shipped knowledge (plugins/plugin_utils/data) against the researched reference and real captures."""
+"""Shipped knowledge (plugins/plugin_utils/data): its answers, and (tests marked corpus) its agreement with
+the researched reference and the real captures of the public corpus."""
 
 import functools
-import glob
-import os
 import re
 
 import pytest
@@ -15,20 +14,16 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import FIX_
 from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import (
     compare_versions, driver_branch, load_knowledge, normalize_architecture, shipped_tables)
 from tests.support.nvml_sim import h100_gpu
-from tests.unit.schema_check import REALDATA
-
-REFERENCE = os.path.join(os.path.dirname(REALDATA), "reference")
+from tests.support.corpus import NVSMI_XML_CAPTURES, read_realdata, read_reference
 
 
 @functools.lru_cache(maxsize=None)
 def reference(name):
-    with open(os.path.join(REFERENCE, name)) as handle:
-        return yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return yaml.load(read_reference(name), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def realdata(name):
-    with open(os.path.join(REALDATA, name)) as handle:
-        return handle.read()
+    return read_realdata(name)
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +90,7 @@ def test_cuda_min_driver_from_table_3(knowledge, toolkit, driver):
     assert knowledge.cuda_min_driver(toolkit) == driver
 
 
+@pytest.mark.corpus
 def test_every_toolkit_row_of_the_reference_is_encoded(knowledge):
     rows = reference("cuda_driver_compat.yaml")["toolkit_driver_versions"]
     majors = {row["version"].split(".")[0] for row in rows}
@@ -104,12 +100,18 @@ def test_every_toolkit_row_of_the_reference_is_encoded(knowledge):
         assert knowledge.cuda_min_driver(version) == row["linux_x86_64_min_driver"], version
 
 
-def test_maintenance_releases_without_a_row_use_the_previous_row(knowledge):
-    expected = {"12.3.2": "545.23.08", "12.8.2": "570.124.06", "12.9.2": "575.57.08",
-                "13.0.3": "580.95.05", "13.1.2": "590.48.01"}
+MAINTENANCE_RELEASES = {"12.3.2": "545.23.08", "12.8.2": "570.124.06", "12.9.2": "575.57.08",
+                        "13.0.3": "580.95.05", "13.1.2": "590.48.01"}
+
+
+@pytest.mark.corpus
+def test_the_reference_lists_these_maintenance_releases():
     listed = {row["version"] for row in reference("cuda_driver_compat.yaml")["runfile_only_maintenance_releases"]}
-    assert listed == set(expected)
-    for version, driver in expected.items():
+    assert listed == set(MAINTENANCE_RELEASES)
+
+
+def test_maintenance_releases_without_a_row_use_the_previous_row(knowledge):
+    for version, driver in MAINTENANCE_RELEASES.items():
         assert knowledge.cuda_min_driver(version) == driver, version
 
 
@@ -144,12 +146,13 @@ def test_cuda_support(knowledge, driver, toolkit, status):
 def xml_captures():
     """(capture file, driver version, gpu record) for every GPU of the real nvidia-smi -q -x reports."""
     found = []
-    for path in sorted(glob.glob(os.path.join(REALDATA, "nvsmi-q-x_*.xml"))):
-        report = parse_nvidia_smi_xml(realdata(os.path.basename(path)))
-        found.extend((os.path.basename(path), report["driver"]["version"], gpu) for gpu in report["gpus"])
+    for name in NVSMI_XML_CAPTURES:
+        report = parse_nvidia_smi_xml(realdata(name))
+        found.extend((name, report["driver"]["version"], gpu) for gpu in report["gpus"])
     return tuple(found)
 
 
+@pytest.mark.corpus
 def test_real_product_names_resolve_to_the_architecture_nvidia_smi_printed(knowledge):
     seen = 0
     for capture, _driver, gpu in xml_captures():
@@ -165,21 +168,28 @@ def test_real_product_names_resolve_to_the_architecture_nvidia_smi_printed(knowl
     assert unnamed == {"Quadro P400", "NVIDIA GeForce GT 1030"}
 
 
+@pytest.mark.corpus
 def test_every_captured_gpu_is_supported_by_the_driver_it_ran(knowledge):
     for capture, driver, gpu in xml_captures():
         supported, why = knowledge.driver_supports_gpu(driver, gpu["name"], gpu["architecture"])
         assert supported is True, (capture, why)
 
 
-def test_pascal_is_dropped_after_r580(knowledge):
+@pytest.mark.corpus
+def test_the_gt1030_capture_has_no_architecture(knowledge):
     (capture, driver, gt1030), = [c for c in xml_captures() if "gt-1030" in c[0]]
     # this 470.74 report carries no product_architecture: the product name decides
     assert (gt1030["name"], driver, gt1030["architecture"]) == ("NVIDIA GeForce GT 1030", "470.74", None)
     assert knowledge.architecture_for(gt1030["name"]) == "pascal"
-    assert knowledge.driver_supports_gpu("580.95.05", gt1030["name"], None)[0] is True
-    supported, why = knowledge.driver_supports_gpu("590.44.01", gt1030["name"], None)
+
+
+def test_pascal_is_dropped_after_r580(knowledge):
+    name = "NVIDIA GeForce GT 1030"
+    assert knowledge.architecture_for(name) == "pascal"
+    assert knowledge.driver_supports_gpu("580.95.05", name, None)[0] is True
+    supported, why = knowledge.driver_supports_gpu("590.44.01", name, None)
     assert supported is False and "R580" in why and "pascal" in why
-    assert knowledge.driver_supports_gpu("590.44.01", gt1030["name"], "Pascal")[0] is False
+    assert knowledge.driver_supports_gpu("590.44.01", name, "Pascal")[0] is False
 
 
 def test_kepler_is_dropped_after_r470(knowledge):
@@ -205,6 +215,7 @@ def test_h200_and_b200_first_branches(knowledge):
     assert knowledge.driver_supports_gpu("570.133.20", "NVIDIA B200", "blackwell")[0] is True
 
 
+@pytest.mark.corpus
 def test_a10_from_the_text_capture(knowledge):
     text = realdata("nvsmi-q_a10_550.127.05_gpud.txt")
     name = re.search(r"Product Name\s+:\s+(.+)", text).group(1).strip()
@@ -220,11 +231,16 @@ def test_unknown_driver_or_gpu_is_unknown(knowledge):
     assert knowledge.driver_supports_gpu("550.90.07", "Mystery Accelerator 9000", None)[0] is None
 
 
-def test_expected_gpu_count(knowledge):
+@pytest.mark.corpus
+def test_expected_gpu_count_of_the_real_8x_a100(knowledge):
     text = realdata("nvsmi-nvlink-status_8xa100_gpud.txt")
     names = re.findall(r"^GPU \d+: (.+?) \(UUID", text, flags=re.MULTILINE)
     assert set(names) == {"NVIDIA A100-SXM4-80GB"}
     assert knowledge.expected_gpu_count(names[0]) == len(names) == 8
+
+
+def test_expected_gpu_count(knowledge):
+    assert knowledge.expected_gpu_count("NVIDIA A100-SXM4-80GB") == 8
     assert knowledge.expected_gpu_count("NVIDIA H100 80GB HBM3") == 8
     assert knowledge.expected_gpu_count("NVIDIA L40S") is None      # PCIe: depends on the server
     assert knowledge.expected_gpu_count("Tesla T4") is None
@@ -233,6 +249,7 @@ def test_expected_gpu_count(knowledge):
 
 # ---------------------------------------------------------------- Xids
 
+@pytest.mark.corpus
 def test_the_whole_reference_catalog_is_encoded(knowledge):
     numbers = [entry["xid"] for entry in reference("xid_catalog.yaml")["xids"]]
     assert knowledge.xid_numbers() == sorted(numbers)
@@ -257,6 +274,7 @@ def test_xid_45_is_secondary(knowledge):
     assert entry["severity"] == "info"
 
 
+@pytest.mark.corpus
 def test_xid_154_follows_every_xid_the_catalog_links_to_it(knowledge):
     linked = {e["xid"] for e in reference("xid_catalog.yaml")["xids"] if e.get("xid154_linkage")}
     entry = knowledge.xid(154)
@@ -273,8 +291,12 @@ def test_xid_layers(knowledge, numbers, layer):
     assert {number: knowledge.xid(number)["layer"] for number in numbers} == {number: layer for number in numbers}
 
 
-def test_device_plugin_application_errors_are_workload(knowledge):
+@pytest.mark.corpus
+def test_the_reference_names_the_device_plugin_application_errors():
     assert "13, 31, 43, 45, 68, 109" in " ".join(reference("xid_catalog.yaml")["notes"])
+
+
+def test_device_plugin_application_errors_are_workload(knowledge):
     assert {knowledge.xid(n)["layer"] for n in (13, 31, 43, 45, 68, 109)} == {"workload"}
 
 
@@ -303,6 +325,7 @@ def test_a100_80gb_placements(knowledge):
     assert set(model["profiles"]) == {"1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}
 
 
+@pytest.mark.corpus
 def test_a100_40gb_from_the_real_capture(knowledge):
     (gpu,) = [gpu for capture, _d, gpu in xml_captures() if "a100-sxm4-40gb" in capture]
     model = knowledge.mig_model(gpu["name"])
@@ -310,6 +333,7 @@ def test_a100_40gb_from_the_real_capture(knowledge):
     assert model["profiles"]["3g.20gb"]["max_instances"] == 2   # the capture runs two 3g.20gb
 
 
+@pytest.mark.corpus
 def test_h100_profiles_match_the_real_lgip_listing(knowledge):
     model = knowledge.mig_model(h100_gpu(0)["name"])
     assert model["model"] == "H100-80GB"
@@ -319,6 +343,7 @@ def test_h100_profiles_match_the_real_lgip_listing(knowledge):
     assert listed == {(name, p["id"], p["max_instances"]) for name, p in model["profiles"].items()}
 
 
+@pytest.mark.corpus
 def test_a30_profiles_and_placements_match_the_real_session(knowledge):
     model = knowledge.mig_model("NVIDIA A30")
     listed = {(p["profile_name"], p["profile_id"], p["instances_total"])
@@ -330,6 +355,7 @@ def test_a30_profiles_and_placements_match_the_real_session(knowledge):
     assert placements == {p["id"]: p["placements"] for p in model["profiles"].values()}
 
 
+@pytest.mark.corpus
 def test_gpu_operator_default_config_fits_the_models(knowledge):
     """Every per-model entry of NVIDIA's default mig-parted config names profiles of that model."""
     config = reference("nvidia-mig-parted-configs/gpu-operator_default-mig-parted-config.config.yaml")
@@ -359,8 +385,13 @@ def test_name_families_name_known_architectures():
         tables["architectures"])
 
 
-def test_every_shipped_placement_fits_its_model(knowledge):
+@pytest.mark.corpus
+def test_every_reference_mig_model_is_shipped(knowledge):
     assert len(knowledge.mig_models()) == len(reference("mig_profiles.yaml")["gpus"]) == 12
+
+
+def test_every_shipped_placement_fits_its_model(knowledge):
+    assert len(knowledge.mig_models()) == 12
     for model in knowledge.mig_models():
         assert knowledge.mig_model_named(model["model"]) is model
         for name, profile in model["profiles"].items():

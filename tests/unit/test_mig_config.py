@@ -1,11 +1,13 @@
 """nvidia-mig-parted configs, desired and actual MIG layouts, and placement on real GPU models.
 
-The configs are NVIDIA's own files (../shared/reference/nvidia-mig-parted-configs); the GPU models
-are built from ../shared/reference/mig_profiles.yaml so these tests do not depend on knowledge.py.
+The configs are NVIDIA's own files (reference/nvidia-mig-parted-configs of the public corpus); the GPU
+models are built from the corpus's reference/mig_profiles.yaml so these tests do not depend on
+knowledge.py. The tests that read the corpus are marked corpus; tests/unit/test_mig_config_samples.py
+runs the same loaders and placement on the project's own config and the shipped models.
 """
 
+import functools
 import itertools
-import os
 import re
 
 import pytest
@@ -20,28 +22,28 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.mig_config import (
     MigConfigError, actual_layout, canonical_profile_name, check_feasible, desired_layout,
     gpu_instances_needed, layout_diff, load_mig_parted_config, load_mig_parted_config_file, parse_profile,
     plan_layout, product_name_device_ids, selected_entries)
-from tests.unit.schema_check import REALDATA, assert_valid_gpu
+from tests.support.corpus import read_realdata, read_reference, reference_path
+from tests.unit.schema_check import assert_valid_gpu
 
-REFERENCE = os.path.join(os.path.dirname(REALDATA), "reference")
-CONFIGS = os.path.join(REFERENCE, "nvidia-mig-parted-configs")
-OPERATOR_CONFIG = os.path.join(CONFIGS, "gpu-operator_default-mig-parted-config.config.yaml")
-OPERATOR_CONFIGMAP = os.path.join(CONFIGS, "gpu-operator_0400_configmap_default-mig-parted-config.yaml")
-SYSTEMD_CONFIG = os.path.join(CONFIGS, "mig-parted_deployments_systemd_config-default.yaml")
-EXAMPLE_CONFIG = os.path.join(CONFIGS, "mig-parted_examples_config.yaml")
-A30_SESSION = os.path.join(REALDATA, "nvsmi-mig-session_a30_lgipp-lgi-L-table-lcip_535.183.01_unresolved-repo.txt")
-A100_MIG_XML = os.path.join(REALDATA, "nvsmi-q-x_a100-sxm4-40gb_mig-2x3g.20gb_510.47.03_v11_netdata.xml")
-RTX3090_XML = os.path.join(REALDATA, "nvsmi-q-x_rtx-3090_525.147.05_v12_telegraf.xml")
-
-
-def read(path):
-    with open(path) as handle:
-        return handle.read()
+CONFIGS = "nvidia-mig-parted-configs/"
+OPERATOR_CONFIG = CONFIGS + "gpu-operator_default-mig-parted-config.config.yaml"
+OPERATOR_CONFIGMAP = CONFIGS + "gpu-operator_0400_configmap_default-mig-parted-config.yaml"
+SYSTEMD_CONFIG = CONFIGS + "mig-parted_deployments_systemd_config-default.yaml"
+EXAMPLE_CONFIG = CONFIGS + "mig-parted_examples_config.yaml"
+A30_SESSION = "nvsmi-mig-session_a30_lgipp-lgi-L-table-lcip_535.183.01_unresolved-repo.txt"
+A100_MIG_XML = "nvsmi-q-x_a100-sxm4-40gb_mig-2x3g.20gb_510.47.03_v11_netdata.xml"
+RTX3090_XML = "nvsmi-q-x_rtx-3090_525.147.05_v12_telegraf.xml"
 
 
-OPERATOR = load_mig_parted_config_file(OPERATOR_CONFIG)
+@functools.lru_cache(maxsize=None)
+def operator():
+    """NVIDIA's GPU Operator default config, loaded once."""
+    return load_mig_parted_config_file(reference_path(OPERATOR_CONFIG))
 
-with open(os.path.join(REFERENCE, "mig_profiles.yaml")) as _handle:
-    REFERENCE_GPUS = yaml.safe_load(_handle)["gpus"]
+
+@functools.lru_cache(maxsize=None)
+def reference_gpus():
+    return yaml.safe_load(read_reference("mig_profiles.yaml"))["gpus"]
 
 
 def reference_model(gpu):
@@ -57,24 +59,34 @@ def reference_model(gpu):
 
 
 def model(prefix):
-    (gpu,) = [g for g in REFERENCE_GPUS if g["gpu"].startswith(prefix)]
+    (gpu,) = [g for g in reference_gpus() if g["gpu"].startswith(prefix)]
     return reference_model(gpu)
 
 
 def model_for_filter(device_filter_id):
     """The reference model whose PCI device ids include a device-filter id such as 0x20B210DE."""
     device = device_filter_id[:6].upper().replace("0X", "0x")
-    for gpu in REFERENCE_GPUS:
+    for gpu in reference_gpus():
         if any(re.match(r"0x[0-9A-Fa-f]{4}", pid).group(0).upper().replace("0X", "0x") == device
                for pid in gpu["pci_device_ids"]):
             return reference_model(gpu)
     return None
 
 
-A100_80 = model("A100-SXM4-80GB")
-A100_40 = model("A100-SXM4-40GB")
-H100_80 = model("H100 80GB")
-A30 = model("A30")
+def a100_80():
+    return model("A100-SXM4-80GB")
+
+
+def a100_40():
+    return model("A100-SXM4-40GB")
+
+
+def h100_80():
+    return model("H100 80GB")
+
+
+def a30():
+    return model("A30")
 
 
 def gpu_fact(index, name, mode=True, pending=None, instances=()):
@@ -88,9 +100,10 @@ def gpu_fact(index, name, mode=True, pending=None, instances=()):
 
 # ---------------------------------------------------------------- NVIDIA's files load unchanged
 
+@pytest.mark.corpus
 def test_operator_default_config_loads():
-    configs = OPERATOR["mig-configs"]
-    assert OPERATOR["version"] == "v1"
+    configs = operator()["mig-configs"]
+    assert operator()["version"] == "v1"
     assert len(configs) == 81
     assert configs["all-disabled"] == [{"devices": "all", "device-filter": [], "mig-enabled": False, "mig-devices": {}}]
     assert configs["all-enabled"] == [{"devices": "all", "device-filter": [], "mig-enabled": True, "mig-devices": {}}]
@@ -105,32 +118,35 @@ def test_operator_default_config_loads():
     assert a100_80["mig-devices"] == {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
 
 
+@pytest.mark.corpus
 def test_operator_config_matches_the_reference_transcription():
-    with open(os.path.join(REFERENCE, "mig_parted_config.yaml")) as handle:
-        reference = yaml.safe_load(handle)["operator_default_config"]
+    reference = yaml.safe_load(read_reference("mig_parted_config.yaml"))["operator_default_config"]
     expected = dict((config["name"], [{
         "devices": entry["devices"], "device-filter": entry.get("device_filter", []),
         "mig-enabled": entry["mig_enabled"], "mig-devices": entry.get("mig_devices", {}),
     } for entry in config["entries"]]) for config in reference["configs"])
     assert len(expected) == reference["label_count"] == 81
-    assert OPERATOR["mig-configs"] == expected
+    assert operator()["mig-configs"] == expected
 
 
+@pytest.mark.corpus
 def test_mig_parted_systemd_copy_means_the_same():
-    systemd = load_mig_parted_config_file(SYSTEMD_CONFIG)["mig-configs"]
-    assert sorted(systemd) == sorted(OPERATOR["mig-configs"])
-    for name, entries in OPERATOR["mig-configs"].items():
+    systemd = load_mig_parted_config_file(reference_path(SYSTEMD_CONFIG))["mig-configs"]
+    assert sorted(systemd) == sorted(operator()["mig-configs"])
+    for name, entries in operator()["mig-configs"].items():
         assert sorted(map(repr, systemd[name])) == sorted(map(repr, entries)), name
-    assert systemd["all-balanced"] != OPERATOR["mig-configs"]["all-balanced"]  # only the entry order differs
+    assert systemd["all-balanced"] != operator()["mig-configs"]["all-balanced"]  # only the entry order differs
 
 
+@pytest.mark.corpus
 def test_operator_configmap_loads_as_its_embedded_config():
-    assert load_mig_parted_config_file(OPERATOR_CONFIGMAP) == OPERATOR
-    assert load_mig_parted_config(yaml.safe_load(read(OPERATOR_CONFIGMAP)), "configmap") == OPERATOR
+    assert load_mig_parted_config_file(reference_path(OPERATOR_CONFIGMAP)) == operator()
+    assert load_mig_parted_config(yaml.safe_load(read_reference(OPERATOR_CONFIGMAP)), "configmap") == operator()
 
 
+@pytest.mark.corpus
 def test_example_config_loads():
-    configs = load_mig_parted_config(read(EXAMPLE_CONFIG).encode(), "examples/config.yaml")["mig-configs"]
+    configs = load_mig_parted_config(read_reference(EXAMPLE_CONFIG).encode(), "examples/config.yaml")["mig-configs"]
     assert sorted(configs) == ["all-1g.10gb", "all-1g.5gb", "all-1g.5gb.me", "all-2g.10gb", "all-3g.20gb",
                                "all-balanced", "all-disabled", "all-enabled", "custom-config"]
     assert [(e["devices"], e["mig-enabled"], e["mig-devices"]) for e in configs["custom-config"]] == [
@@ -138,8 +154,9 @@ def test_example_config_loads():
         ([6], True, {"3g.20gb": 2}), ([7], True, {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1})]
 
 
+@pytest.mark.corpus
 def test_parsed_document_and_text_load_the_same():
-    text = read(EXAMPLE_CONFIG)
+    text = read_reference(EXAMPLE_CONFIG)
     assert load_mig_parted_config(yaml.safe_load(text), "x") == load_mig_parted_config(text, "x")
 
 
@@ -247,21 +264,23 @@ def test_names_outside_the_grammar(name):
 
 # ---------------------------------------------------------------- desired layout
 
+@pytest.mark.corpus
 def test_all_balanced_on_eight_h100():
     gpus = [gpu_fact(index, "NVIDIA H100 80GB HBM3", mode=False) for index in range(8)]
-    layout = desired_layout(OPERATOR, "all-balanced", gpus)
+    layout = desired_layout(operator(), "all-balanced", gpus)
     assert layout == dict((index, {"mig_enabled": True, "devices": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}})
                           for index in range(8))
 
 
+@pytest.mark.corpus
 def test_device_filter_picks_the_entry_for_each_model():
     gpus = [gpu_fact(0, "NVIDIA A100-SXM4-40GB"), gpu_fact(1, "A100-SXM4-80GB"), gpu_fact(2, "NVIDIA A30"),
             gpu_fact(3, "NVIDIA H200"), gpu_fact(4, "NVIDIA GB200")]
-    assert desired_layout(OPERATOR, "all-1g.10gb", gpus) == {
+    assert desired_layout(operator(), "all-1g.10gb", gpus) == {
         0: {"mig_enabled": True, "devices": {"1g.10gb": 4}},
         1: {"mig_enabled": True, "devices": {"1g.10gb": 7}},
     }
-    assert desired_layout(OPERATOR, "all-balanced", gpus) == {
+    assert desired_layout(operator(), "all-balanced", gpus) == {
         0: {"mig_enabled": True, "devices": {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}},
         1: {"mig_enabled": True, "devices": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}},
         2: {"mig_enabled": True, "devices": {"1g.6gb": 2, "2g.12gb": 1}},
@@ -270,18 +289,20 @@ def test_device_filter_picks_the_entry_for_each_model():
     }
 
 
+@pytest.mark.corpus
 def test_gpus_without_mig_are_skipped_by_all_and_by_disabled_entries():
     gpus = [gpu_fact(0, "NVIDIA L4", mode=None), gpu_fact(1, "NVIDIA A100-SXM4-80GB", mode=False)]
-    assert desired_layout(OPERATOR, "all-disabled", gpus) == {1: {"mig_enabled": False, "devices": {}}}
-    assert desired_layout(OPERATOR, "all-1g.10gb", gpus) == {1: {"mig_enabled": True, "devices": {"1g.10gb": 7}}}
+    assert desired_layout(operator(), "all-disabled", gpus) == {1: {"mig_enabled": False, "devices": {}}}
+    assert desired_layout(operator(), "all-1g.10gb", gpus) == {1: {"mig_enabled": True, "devices": {"1g.10gb": 7}}}
     explicit = {"version": "v1", "mig-configs": {"one": [{"devices": [0], "mig-enabled": True,
                                                           "mig-devices": {"1g.10gb": 1}}]}}
     assert desired_layout(explicit, None, gpus) == {0: {"mig_enabled": True, "devices": {"1g.10gb": 1}}}
 
 
+@pytest.mark.corpus
 def test_custom_config_by_gpu_index():
     gpus = [gpu_fact(index, "NVIDIA A100-SXM4-40GB") for index in range(8)]
-    layout = desired_layout(load_mig_parted_config_file(EXAMPLE_CONFIG), "custom-config", gpus)
+    layout = desired_layout(load_mig_parted_config_file(reference_path(EXAMPLE_CONFIG)), "custom-config", gpus)
     assert [layout[index]["mig_enabled"] for index in range(8)] == [False] * 4 + [True] * 4
     assert layout[7]["devices"] == {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}
     assert layout[4]["devices"] == {"1g.5gb": 7}
@@ -303,33 +324,37 @@ def test_subsystem_filters_do_not_match_without_subsystem_ids():
     assert desired_layout(config, "sub", [gpu_fact(0, "NVIDIA H100 80GB HBM3")]) == {}
 
 
+@pytest.mark.corpus
 def test_extra_device_ids_cover_a_gpu_the_table_has_no_name_for():
     gpus = [gpu_fact(0, "NVIDIA H100 96GB")]
-    assert desired_layout(OPERATOR, "all-balanced", gpus) == {}
-    layout = desired_layout(OPERATOR, "all-balanced", gpus, device_ids={"0x233D10DE": ["NVIDIA H100 96GB"]})
+    assert desired_layout(operator(), "all-balanced", gpus) == {}
+    layout = desired_layout(operator(), "all-balanced", gpus, device_ids={"0x233D10DE": ["NVIDIA H100 96GB"]})
     assert layout == {0: {"mig_enabled": True, "devices": {"1g.12gb": 2, "2g.24gb": 1, "3g.48gb": 1}}}
 
 
+@pytest.mark.corpus
 def test_device_id_table_covers_every_filter_in_the_operator_config():
     names = product_name_device_ids()
     assert names["A100-SXM4-80GB"] == {"0x20B210DE"}
     assert names["A100-PCIE-40GB"] == {"0x20B110DE", "0x20F110DE"}
     known = set().union(*names.values())
-    filters = set(f for entries in OPERATOR["mig-configs"].values() for e in entries for f in e["device-filter"])
+    filters = set(f for entries in operator()["mig-configs"].values() for e in entries for f in e["device-filter"])
     assert filters - known == {"0x233D10DE"}
 
 
+@pytest.mark.corpus
 def test_selecting_a_config():
     gpus = [gpu_fact(0, "NVIDIA A100-SXM4-80GB")]
     with pytest.raises(MigConfigError) as error:
-        desired_layout(OPERATOR, "all-3g.40gbs", gpus)
+        desired_layout(operator(), "all-3g.40gbs", gpus)
     assert str(error.value).startswith("gpufleet_policy.mig.config: MIG config 'all-3g.40gbs' is not in the config")
     assert "all-3g.40gb, all-3g.47gb" in str(error.value)
     with pytest.raises(MigConfigError, match="no MIG config selected .available: all-1g.10gb, "):
-        desired_layout(OPERATOR, None, gpus)
+        desired_layout(operator(), None, gpus)
     assert desired_layout(BASE, None, gpus) == {0: {"mig_enabled": True, "devices": {"3g.40gb": 2}}}
 
 
+@pytest.mark.corpus
 def test_desired_layout_validates_the_selected_config_of_a_raw_document():
     document = {"version": "v1", "mig-configs": {"good": [{"devices": "all", "mig-enabled": False}],
                                                  "bad": [{"devices": "all", "mig-enabled": True,
@@ -337,11 +362,12 @@ def test_desired_layout_validates_the_selected_config_of_a_raw_document():
     assert desired_layout(document, "good", [gpu_fact(0, "NVIDIA A30")]) == {0: {"mig_enabled": False, "devices": {}}}
     with pytest.raises(MigConfigError, match=r"^group_vars/gpu.yml: mig-configs.bad\[0\].mig-devices: '3g.40g'"):
         desired_layout(document, "bad", [], where="group_vars/gpu.yml")
-    assert selected_entries(read(OPERATOR_CONFIGMAP), "all-7g.80gb")[0]["mig-devices"] == {"7g.80gb": 1}
+    assert selected_entries(read_reference(OPERATOR_CONFIGMAP), "all-7g.80gb")[0]["mig-devices"] == {"7g.80gb": 1}
 
 
 # ---------------------------------------------------------------- feasibility
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("devices", [
     {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1},
     {"1g.10gb": 7},
@@ -356,9 +382,10 @@ def test_desired_layout_validates_the_selected_config_of_a_raw_document():
     {},
 ])
 def test_layouts_that_fit_an_a100_80gb(devices):
-    assert check_feasible(devices, A100_80) == []
+    assert check_feasible(devices, a100_80()) == []
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("devices, reasons", [
     ({"3g.40gb": 3}, ["3g.40gb x3 does not fit: A100-SXM4-80GB / A100 80GB PCIe allows at most 2 3g.40gb GPU instances",
                       "the layout needs 9 compute slices: A100-SXM4-80GB / A100 80GB PCIe has 7",
@@ -379,38 +406,41 @@ def test_layouts_that_fit_an_a100_80gb(devices):
                      "3g.40gb, 1c.3g.40gb, 1g.10gb+me, 1g.24gb-me)"]),
 ])
 def test_layouts_that_do_not_fit_an_a100_80gb(devices, reasons):
-    assert check_feasible(devices, A100_80) == reasons
+    assert check_feasible(devices, a100_80()) == reasons
 
 
+@pytest.mark.corpus
 def test_h100_and_a100_40gb_and_a30():
-    assert check_feasible({"1g.10gb": 7}, H100_80) == []
-    assert check_feasible({"1g.10gb": 4}, A100_40) == []  # the 2-memory-slice 1g of the 40GB card
-    assert check_feasible({"1g.10gb": 5}, A100_40) == [
+    assert check_feasible({"1g.10gb": 7}, h100_80()) == []
+    assert check_feasible({"1g.10gb": 4}, a100_40()) == []  # the 2-memory-slice 1g of the 40GB card
+    assert check_feasible({"1g.10gb": 5}, a100_40()) == [
         "1g.10gb x5 does not fit: A100-SXM4-40GB / A100-PCIE-40GB allows at most 4 1g.10gb GPU instances",
         "the layout needs 10 memory slices: A100-SXM4-40GB / A100-PCIE-40GB has 8"]
-    assert check_feasible({"1g.6gb": 2, "2g.12gb": 1}, A30) == []
-    assert check_feasible({"2g.12gb": 1, "2g.12gb+me": 1}, A30) == []
-    assert check_feasible({"4g.24gb": 1, "1g.6gb": 1}, A30) == [
+    assert check_feasible({"1g.6gb": 2, "2g.12gb": 1}, a30()) == []
+    assert check_feasible({"2g.12gb": 1, "2g.12gb+me": 1}, a30()) == []
+    assert check_feasible({"4g.24gb": 1, "1g.6gb": 1}, a30()) == [
         "the layout needs 5 compute slices: A30-24GB has 4", "the layout needs 5 memory slices: A30-24GB has 4"]
 
 
+@pytest.mark.corpus
 def test_overlap_found_only_by_the_placement_search():
     # As `nvidia-smi mig -lgipp` lists it when other instances already use slices 4-7: 3g.40gb only at 0.
-    narrowed = dict(A100_80, profiles=dict(A100_80["profiles"]))
+    narrowed = dict(a100_80(), profiles=dict(a100_80()["profiles"]))
     narrowed["profiles"]["3g.40gb"] = dict(narrowed["profiles"]["3g.40gb"], placements=[{"start": 0, "size": 4}])
     assert check_feasible({"4g.40gb": 1, "3g.40gb": 1}, narrowed) == [
         "no placement fits 3g.40gb x1, 4g.40gb x1 together on A100-SXM4-80GB / A100 80GB PCIe: "
         "their memory slices overlap in every arrangement"]
 
 
+@pytest.mark.corpus
 def test_every_operator_config_fits_the_models_it_targets():
     checked = 0
-    for name, entries in OPERATOR["mig-configs"].items():
+    for name, entries in operator()["mig-configs"].items():
         for entry in entries:
             if not entry["mig-enabled"]:
                 continue
             targets = [model_for_filter(f) for f in entry["device-filter"]] or [
-                reference_model(gpu) for gpu in REFERENCE_GPUS]
+                reference_model(gpu) for gpu in reference_gpus()]
             for target in targets:
                 if target is None or not all(p in target["profiles"] for p in entry["mig-devices"]):
                     continue  # RTX PRO 6000 (no profile table), or a profile another model has
@@ -419,6 +449,7 @@ def test_every_operator_config_fits_the_models_it_targets():
     assert checked == 129
 
 
+@pytest.mark.corpus
 def test_compute_instances_share_gpu_instances():
     instances = gpu_instances_needed({"1c.3g.40gb": 4, "2c.3g.40gb": 1, "3g.40gb": 1})
     assert sorted((i.profile, sorted(i.compute_instances)) for i in instances) == [
@@ -426,14 +457,15 @@ def test_compute_instances_share_gpu_instances():
         ("3g.40gb", ["1c.3g.40gb", "2c.3g.40gb"]),
         ("3g.40gb", ["3g.40gb"]),
     ]
-    assert check_feasible({"1c.3g.40gb": 4, "2c.3g.40gb": 1, "3g.40gb": 1}, A100_80)[0].startswith(
+    assert check_feasible({"1c.3g.40gb": 4, "2c.3g.40gb": 1, "3g.40gb": 1}, a100_80())[0].startswith(
         "1c.3g.40gb x4, 2c.3g.40gb x1, 3g.40gb x1 does not fit: A100-SXM4-80GB / A100 80GB PCIe allows at most 2")
 
 
 # ---------------------------------------------------------------- placement plans
 
+@pytest.mark.corpus
 def test_plan_for_all_balanced_on_a100_80gb():
-    assert plan_layout({"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}, A100_80) == [
+    assert plan_layout({"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}, a100_80()) == [
         {"profile": "2g.20gb", "placement": {"start": 0, "size": 2}, "compute_instances": ["2g.20gb"]},
         {"profile": "1g.10gb", "placement": {"start": 2, "size": 1}, "compute_instances": ["1g.10gb"]},
         {"profile": "1g.10gb", "placement": {"start": 3, "size": 1}, "compute_instances": ["1g.10gb"]},
@@ -441,26 +473,29 @@ def test_plan_for_all_balanced_on_a100_80gb():
     ]
 
 
+@pytest.mark.corpus
 def test_plan_keeps_existing_placements_when_they_can_stay():
     a30_instances = parse_lgi(a30_session_outputs("nvidia-smi mig -lgi")[-1])
-    plan = plan_layout({"1g.6gb": 2, "2g.12gb": 1}, A30, existing=a30_instances)
+    plan = plan_layout({"1g.6gb": 2, "2g.12gb": 1}, a30(), existing=a30_instances)
     assert [(p["profile"], p["placement"]["start"]) for p in plan] == [("1g.6gb", 0), ("1g.6gb", 1), ("2g.12gb", 2)]
-    moved = plan_layout({"1g.6gb": 2, "2g.12gb": 1}, A30, existing=[{"profile": "2g.12gb",
-                                                                    "placement": {"start": 0, "size": 2}}])
+    moved = plan_layout({"1g.6gb": 2, "2g.12gb": 1}, a30(), existing=[{"profile": "2g.12gb",
+                                                                      "placement": {"start": 0, "size": 2}}])
     assert [(p["profile"], p["placement"]["start"]) for p in moved] == [("2g.12gb", 0), ("1g.6gb", 2), ("1g.6gb", 3)]
 
 
+@pytest.mark.corpus
 def test_plan_moves_an_existing_instance_that_blocks_the_rest():
     # 3g.40gb at 0 leaves slices 4-7, but a 1g.10gb cannot start at 7: the 3g.40gb must go to 4.
-    plan = plan_layout({"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 2}, A100_80,
+    plan = plan_layout({"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 2}, a100_80(),
                        existing=[{"profile_name": "3g.40gb", "placement": {"start": 0, "size": 4}}])
     assert [(p["profile"], p["placement"]["start"]) for p in plan] == [
         ("2g.20gb", 0), ("1g.10gb", 2), ("1g.10gb", 3), ("3g.40gb", 4)]
 
 
+@pytest.mark.corpus
 def test_plan_of_a_layout_that_cannot_fit_raises():
     with pytest.raises(MigConfigError, match="3g.40gb x3 does not fit"):
-        plan_layout({"3g.40gb": 3}, A100_80)
+        plan_layout({"3g.40gb": 3}, a100_80())
 
 
 def exhaustive_fit(devices, mig_model):
@@ -480,6 +515,7 @@ def exhaustive_fit(devices, mig_model):
     return False
 
 
+@pytest.mark.corpus
 @settings(max_examples=150, deadline=None)
 @given(st.sampled_from(["A100-SXM4-80GB", "A100-SXM4-40GB", "A30", "H100 94GB", "GB200"]), st.data())
 def test_search_agrees_with_exhaustive_placement(prefix, data):
@@ -502,7 +538,7 @@ def test_search_agrees_with_exhaustive_placement(prefix, data):
 # ---------------------------------------------------------------- actual layout and drift
 
 def a30_session_outputs(command):
-    blocks = re.split(r"^\$ ", read(A30_SESSION), flags=re.MULTILINE)
+    blocks = re.split(r"^\$ ", read_realdata(A30_SESSION), flags=re.MULTILINE)
     return [block.partition("\n")[2] for block in blocks
             if block.partition("\n")[0].replace("sudo ", "").strip() == command]
 
@@ -521,17 +557,19 @@ def a30_gpu(with_compute_instances):
     return gpu
 
 
+@pytest.mark.corpus
 def test_real_a30_layout_matches_the_operator_all_balanced():
     gpu = a30_gpu(with_compute_instances=True)
     actual = actual_layout(gpu)
     assert actual == {"mig_enabled": True, "mig_enabled_pending": True,
                       "devices": {"1g.6gb": 2, "2g.12gb": 1}, "empty_gpu_instances": {}}
-    desired = desired_layout(OPERATOR, "all-balanced", [gpu])[0]
+    desired = desired_layout(operator(), "all-balanced", [gpu])[0]
     assert layout_diff(desired, actual) is None
-    assert layout_diff(desired_layout(OPERATOR, "all-1g.6gb", [gpu])[0], actual) == {
+    assert layout_diff(desired_layout(operator(), "all-1g.6gb", [gpu])[0], actual) == {
         "devices": {"1g.6gb": (4, 2), "2g.12gb": (0, 1)}}
 
 
+@pytest.mark.corpus
 def test_gpu_instances_without_compute_instances_are_not_mig_devices():
     actual = actual_layout(a30_gpu(with_compute_instances=False))
     assert actual["devices"] == {} and actual["empty_gpu_instances"] == {"1g.6gb": 2, "2g.12gb": 1}
@@ -539,13 +577,14 @@ def test_gpu_instances_without_compute_instances_are_not_mig_devices():
         "devices": {"1g.6gb": (2, 0), "2g.12gb": (1, 0)}, "empty_gpu_instances": {"1g.6gb": 2, "2g.12gb": 1}}
 
 
+@pytest.mark.corpus
 def test_real_a100_capture_mode_and_non_mig_gpu():
-    (a100,) = parse_nvidia_smi_xml(read(A100_MIG_XML))["gpus"]
+    (a100,) = parse_nvidia_smi_xml(read_realdata(A100_MIG_XML))["gpus"]
     assert a100["name"] == "NVIDIA A100-SXM4-40GB"
     actual = actual_layout(a100)
     assert (actual["mig_enabled"], actual["mig_enabled_pending"]) == (True, True)
     assert layout_diff({"mig_enabled": False, "devices": {}}, actual) == {"mig_enabled": (False, True)}
-    (rtx,) = parse_nvidia_smi_xml(read(RTX3090_XML))["gpus"]
+    (rtx,) = parse_nvidia_smi_xml(read_realdata(RTX3090_XML))["gpus"]
     assert actual_layout(rtx)["mig_enabled"] is None
     assert layout_diff({"mig_enabled": False, "devices": {}}, actual_layout(rtx)) is None
     assert layout_diff({"mig_enabled": True, "devices": {"1g.10gb": 1}}, actual_layout(rtx)) == {
@@ -577,23 +616,26 @@ def test_mig_on_where_it_should_be_off_and_names_compared_canonically():
         "1c.3g.40gb": (0, 1), "unknown": (0, 1)}
 
 
+@pytest.mark.corpus
 def test_models_in_the_data_file_form_place_the_same():
-    compact = dict(A100_80, profiles=dict(
+    compact = dict(a100_80(), profiles=dict(
         (name, {"compute_slices": p["compute_slices"], "memory_slices": p["memory_slices"],
                 "max_instances": p["max_instances"], "starts": [x["start"] for x in p["placements"]],
-                "size": p["placements"][0]["size"]}) for name, p in A100_80["profiles"].items()))
+                "size": p["placements"][0]["size"]}) for name, p in a100_80()["profiles"].items()))
     devices = {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
-    assert plan_layout(devices, compact) == plan_layout(devices, A100_80)
-    assert check_feasible({"3g.40gb": 3}, compact) == check_feasible({"3g.40gb": 3}, A100_80)
+    assert plan_layout(devices, compact) == plan_layout(devices, a100_80())
+    assert check_feasible({"3g.40gb": 3}, compact) == check_feasible({"3g.40gb": 3}, a100_80())
 
 
+@pytest.mark.corpus
 def test_an_absurd_count_is_refused_without_expanding_it():
-    assert check_feasible({"1g.10gb": 10 ** 9}, H100_80) == [
+    assert check_feasible({"1g.10gb": 10 ** 9}, h100_80()) == [
         "the layout asks for 1000000000 MIG devices: H100 80GB (SXM5 and PCIe) holds at most 7"]
 
 
 # ---------------------------------------------------------------- with the shipped knowledge
 
+@pytest.mark.corpus
 def test_knowledge_models_hold_the_operator_layouts_for_every_named_gpu():
     knowledge = load_knowledge()
     a100 = knowledge.mig_model("NVIDIA A100-SXM4-80GB")
@@ -610,7 +652,7 @@ def test_knowledge_models_hold_the_operator_layouts_for_every_named_gpu():
             continue
         assert all(device_id[:6] in [pid.upper().replace("0X", "0x") for pid in target["pci_device_ids"]]
                    for device_id in device_ids), product
-        devices = desired_layout(OPERATOR, "all-balanced", [gpu])[0]["devices"]
+        devices = desired_layout(operator(), "all-balanced", [gpu])[0]["devices"]
         assert check_feasible(devices, target) == [], product
         assert plan_layout(devices, target)
     assert checked == ["RTX PRO 6000 BLACKWELL SERVER EDITION"]

@@ -1,6 +1,5 @@
 """The NVML backend through the real pynvml against the simulated libnvidia-ml."""
 
-import os
 import re
 
 import pynvml
@@ -9,8 +8,9 @@ import pytest
 from ansible_collections.gpufleet.core.plugins.module_utils import nvml_collect
 from ansible_collections.gpufleet.core.plugins.module_utils.nvml_collect import (
     compute_instance_profile_name, gpu_instance_profile_name, mig_memory_gb, userspace_version_from_nvml)
+from tests.support.corpus import read_realdata
 from tests.support.nvml_sim import SimulatedNvmlLibrary, collect_through, scenario_h100_node
-from tests.unit.schema_check import REALDATA, assert_valid_facts, assert_valid_gpu
+from tests.unit.schema_check import assert_valid_facts, assert_valid_gpu
 
 H100_BUSES = ["0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0",
               "0000:9a:00.0", "0000:ab:00.0", "0000:ba:00.0", "0000:db:00.0"]
@@ -302,11 +302,11 @@ _LGIP_ROW = re.compile(r"^\|\s+0\s+MIG (?P<name>\S+)\s+(?P<id>\d+)\s+\d+/\d+\s+(
 
 
 def _lgip_profiles(filename):
-    with open(os.path.join(REALDATA, filename)) as handle:
-        rows = [_LGIP_ROW.match(line) for line in handle]
+    rows = [_LGIP_ROW.match(line) for line in read_realdata(filename).splitlines()]
     return [(row.group("name"), int(row.group("id")), float(row.group("gib"))) for row in rows if row]
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("filename, total_mib, count", [
     # total memory: H100 80GB HBM3 as NVML reports it; A30 from the same capture's nvidia-smi table (24576MiB)
     ("nvsmi-mig-lgip_4xh100-sxm5-80gb_stackhpc.txt", 81559, 7),

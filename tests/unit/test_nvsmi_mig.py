@@ -1,6 +1,5 @@
-"""nvidia-smi mig -lgi / -lci / -lgip tables, with the real listings in ../shared/realdata."""
+"""nvidia-smi mig -lgi / -lci / -lgip tables: own samples, and the real listings of the public corpus (marked corpus)."""
 
-import os
 import re
 
 import pytest
@@ -9,7 +8,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import n
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_mig import (
     collect_mig_layout, parse_lci, parse_lgi, parse_lgip, profile_name)
-from tests.unit.schema_check import REALDATA, assert_valid_facts
+from tests.support.corpus import read_realdata
+from tests.unit.schema_check import assert_valid_facts
 
 H100_LGIP = "nvsmi-mig-lgip_4xh100-sxm5-80gb_stackhpc.txt"
 A30_LGIP = "nvsmi-mig-lgip_a30-24gb_535.183.01_unresolved-repo.txt"
@@ -17,8 +17,7 @@ A30_SESSION = "nvsmi-mig-session_a30_lgipp-lgi-L-table-lcip_535.183.01_unresolve
 
 
 def read(name):
-    with open(os.path.join(REALDATA, name)) as handle:
-        return handle.read()
+    return read_realdata(name)
 
 
 def session_outputs(command):
@@ -99,6 +98,7 @@ def test_profile_name_drops_the_mig_prefix():
 
 # ---------------------------------------------------------------- real listings
 
+@pytest.mark.corpus
 def test_h100_lgip():
     profiles = parse_lgip(read(H100_LGIP))
     assert len(profiles) == 28
@@ -112,6 +112,7 @@ def test_h100_lgip():
     assert [p["profile_id"] for p in profiles if p["gpu"] == 3] == [19, 20, 15, 14, 9, 5, 0]
 
 
+@pytest.mark.corpus
 def test_a30_lgip():
     profiles = parse_lgip(read(A30_LGIP))
     assert [(p["profile_name"], p["profile_id"], p["instances_total"], p["memory_gib"]) for p in profiles] == [
@@ -120,6 +121,7 @@ def test_a30_lgip():
     assert (profiles[-1]["ce"], profiles[-1]["jpeg"], profiles[-1]["ofa"]) == (4, 1, 1)
 
 
+@pytest.mark.corpus
 def test_a30_session_lgi_listings():
     outputs = session_outputs("nvidia-smi mig -lgi")
     assert len(outputs) == 4
@@ -133,6 +135,7 @@ def test_a30_session_lgi_listings():
     ]
 
 
+@pytest.mark.corpus
 def test_a30_session_other_tables_are_not_instances():
     for command in ("nvidia-smi mig -lcip -gi 2", "nvidia-smi mig -lcip -gi 3", "nvidia-smi"):
         (text,) = session_outputs(command)
@@ -182,6 +185,7 @@ def test_collect_layout_is_not_duplicated_on_a_second_run():
     assert [len(g["mig"]["gpu_instances"]) for g in facts["gpus"]] == [1, 2]
 
 
+@pytest.mark.corpus
 def test_collect_with_real_a30_listing_and_no_compute_instances():
     facts = facts_with_gpus(1)
     lgi = session_outputs("nvidia-smi mig -lgi")[-1]
@@ -195,7 +199,7 @@ def test_collect_with_real_a30_listing_and_no_compute_instances():
 
 def test_no_gpu_instances_is_an_empty_layout():
     facts = facts_with_gpus(1)
-    text = session_outputs("nvidia-smi mig -lgi")[0]
+    text = "No GPU instances found: Not Found\n"
     assert collect_mig_layout(host({"rc": 6, "stdout": text}), facts, 5) is True
     assert facts["errors"] == [] and facts["gpus"][0]["mig"]["gpu_instances"] == []
 

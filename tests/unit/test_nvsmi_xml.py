@@ -1,4 +1,5 @@
-"""nvidia-smi -q -x backend, driven by the real captures in ../shared/realdata."""
+"""nvidia-smi -q -x backend, driven by the real captures of the public corpus (tests marked corpus) and by
+the project's own samples (tests/fixtures/samples, and tests/unit/test_nvsmi_samples.py)."""
 
 import glob
 import os
@@ -12,9 +13,10 @@ from ansible_collections.gpufleet.core.plugins.module_utils.host_io import Comma
 from tests.support.live_host import live_host
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import (
     NvidiaSmiParseError, collect_nvidia_smi, parse_nvidia_smi_xml)
-from tests.unit.schema_check import REALDATA, assert_valid_facts, assert_valid_gpu
+from tests.support.corpus import NVSMI_XML_CAPTURES, read_realdata
+from tests.unit.schema_check import ROOT, assert_valid_facts, assert_valid_gpu
 
-XML_FILES = sorted(os.path.basename(p) for p in glob.glob(os.path.join(REALDATA, "nvsmi-q-x_*.xml")))
+OWN_T4 = os.path.join(ROOT, "tests", "fixtures", "samples", "nvsmi-q-x_tesla-t4_515.105.01.xml")
 
 F_2080 = "nvsmi-q-x_2x-rtx-2080_590.44.01_v13_telegraf.xml"
 F_A100 = "nvsmi-q-x_a100-sxm4-40gb_mig-2x3g.20gb_510.47.03_v11_netdata.xml"
@@ -48,7 +50,11 @@ EXPECTED = {
 
 
 def read(name):
-    with open(os.path.join(REALDATA, name)) as handle:
+    return read_realdata(name)
+
+
+def own_t4():
+    with open(OWN_T4) as handle:
         return handle.read()
 
 
@@ -77,10 +83,12 @@ def fresh_facts():
 
 # ---------------------------------------------------------------- every capture
 
-def test_every_capture_has_expectations():
-    assert XML_FILES and set(XML_FILES) == set(EXPECTED)
+def test_every_capture_has_expectations(corpus):
+    found = sorted(os.path.basename(p) for p in glob.glob(corpus.realdata("nvsmi-q-x_*.xml")))
+    assert found and set(found) == set(EXPECTED) == set(NVSMI_XML_CAPTURES)
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_capture_driver_and_gpus(name):
     driver, cuda, gpus = EXPECTED[name]
@@ -94,6 +102,7 @@ def test_capture_driver_and_gpus(name):
         assert gpu["lost"] is False
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_collect_fills_facts_from_capture(name):
     facts = fresh_facts()
@@ -108,6 +117,7 @@ def test_collect_fills_facts_from_capture(name):
 
 # ---------------------------------------------------------------- per schema variant
 
+@pytest.mark.corpus
 def test_v13_two_gpus_event_reasons_power_and_pcie():
     first, second = parse(F_2080)["gpus"]
     assert first["clock_event_reasons"] == {"mask": 0x1, "active": ["gpu_idle"]}
@@ -126,6 +136,7 @@ def test_v13_two_gpus_event_reasons_power_and_pcie():
     assert first["fabric"] is None
 
 
+@pytest.mark.corpus
 def test_v13_ada_event_reasons_processes_and_remapped_rows():
     gpu = gpu0(F_4000)
     assert gpu["clock_event_reasons"] == {"mask": 0x1, "active": ["gpu_idle"]}
@@ -144,6 +155,7 @@ def test_v13_ada_event_reasons_processes_and_remapped_rows():
     assert all(p["gpu_instance_id"] is None and p["compute_instance_id"] is None for p in gpu["processes"])
 
 
+@pytest.mark.corpus
 def test_t4_processes_ecc_and_retired_pages():
     gpu = gpu0(F_T4)
     assert [(p["pid"], p["name"], p["type"], p["used_memory_mib"]) for p in gpu["processes"]] == [
@@ -158,6 +170,7 @@ def test_t4_processes_ecc_and_retired_pages():
                              "max_graphics_mhz": 1590, "max_sm_mhz": 1590, "max_memory_mhz": 5001}
 
 
+@pytest.mark.corpus
 def test_a100_mig_enabled_and_instance_memory():
     report = parse(F_A100)
     gpu = report["gpus"][0]
@@ -173,6 +186,7 @@ def test_a100_mig_enabled_and_instance_memory():
     assert gpu["serial"] == "1324321002473"
 
 
+@pytest.mark.corpus
 def test_418_oldest_schema_has_no_mig_mode_and_no_power():
     gpu = gpu0(F_P400)
     assert gpu["mig"]["mode_current"] is None and gpu["mig"]["mode_pending"] is None
@@ -184,11 +198,13 @@ def test_418_oldest_schema_has_no_mig_mode_and_no_power():
     assert gpu["serial"] == "0424418054852"
 
 
+@pytest.mark.corpus
 def test_enforced_limit_below_default_on_3090():
     power = gpu0(F_3090)["power"]
     assert (power["limit_w"], power["default_limit_w"], power["max_limit_w"]) == (200.0, 350.0, 375.0)
 
 
+@pytest.mark.corpus
 def test_r570_average_power_and_no_fabric():
     gpu = gpu0(F_3060)
     assert gpu["power"]["draw_w"] == 11.6
@@ -196,6 +212,7 @@ def test_r570_average_power_and_no_fabric():
     assert gpu["fabric"] is None
 
 
+@pytest.mark.corpus
 def test_4090_tlimit_temperatures_are_not_turned_into_thresholds():
     gpu = gpu0(F_4090)
     assert gpu["temperature"] == {"gpu_c": 40, "slowdown_c": None, "shutdown_c": None, "memory_c": None}
@@ -203,6 +220,7 @@ def test_4090_tlimit_temperatures_are_not_turned_into_thresholds():
     assert gpu["pcie"]["gen_max"] == 3  # max_link_gen, the lower of device (4) and host (3)
 
 
+@pytest.mark.corpus
 def test_gt1030_long_process_names_and_missing_draw():
     gpu = gpu0(F_GT1030)
     assert len(gpu["processes"]) == 10
@@ -332,16 +350,17 @@ def test_wrong_root_is_a_parse_error():
 
 
 def test_entity_declarations_are_refused():
-    text = read(F_T4).replace('"nvsmi_device_v11.dtd">', '"x.dtd" [<!ENTITY e SYSTEM "file:///etc/passwd">]>')
+    text = own_t4().replace('"nvsmi_device_v11.dtd">', '"x.dtd" [<!ENTITY e SYSTEM "file:///etc/passwd">]>')
     with pytest.raises(NvidiaSmiParseError, match="entity"):
         parse_nvidia_smi_xml(text)
 
 
 def test_text_around_the_report_is_ignored():
-    text = "Warning: something odd\n" + read(F_T4) + "\ntrailing words"
+    text = "Warning: something odd\n" + own_t4() + "\ntrailing words"
     assert parse_nvidia_smi_xml(text)["gpus"][0]["name"] == "Tesla T4"
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 @pytest.mark.parametrize("fraction", [0.02, 0.3, 0.5, 0.8, 0.995])
 def test_truncated_capture_is_a_parse_error(name, fraction):
@@ -427,6 +446,7 @@ def test_live_hanging_nvidia_smi_is_killed_at_the_timeout(tmp_path):
     assert "killed" in facts["errors"][0]["reason"]
 
 
+@pytest.mark.corpus
 def test_partial_report_with_unreachable_gpu():
     """GPU 0000:03:00.0 could not be opened; nvidia-smi reported the other two and exited non-zero."""
     stderr = "Unable to determine the device handle for GPU0000:03:00.0: Unknown Error\n"
@@ -439,6 +459,7 @@ def test_partial_report_with_unreachable_gpu():
     assert_valid_facts(facts)
 
 
+@pytest.mark.corpus
 def test_unreachable_gpu_takes_its_place_in_pci_order():
     stderr = "Unable to determine the device handle for GPU 0000:00:05.0: Unknown Error\n"
     facts = fresh_facts()
@@ -473,6 +494,7 @@ LCI_A100 = """+-----------------------------------------------------------------
 """
 
 
+@pytest.mark.corpus
 def test_mig_layout_is_collected_when_mig_is_enabled():
     host = replay_host({
         "nvidia-smi -q -x": {"rc": 0, "stdout": read(F_A100)},
@@ -490,6 +512,7 @@ def test_mig_layout_is_collected_when_mig_is_enabled():
     assert_valid_facts(facts)
 
 
+@pytest.mark.corpus
 def test_mig_listing_failure_only_adds_an_error():
     host = replay_host({
         "nvidia-smi -q -x": {"rc": 0, "stdout": read(F_A100)},
@@ -503,7 +526,7 @@ def test_mig_listing_failure_only_adds_an_error():
 
 
 def test_no_mig_listing_without_mig_mode():
-    host = replay_host({"nvidia-smi -q -x": {"rc": 0, "stdout": read(F_T4)}})
+    host = replay_host({"nvidia-smi -q -x": {"rc": 0, "stdout": own_t4()}})
     facts = fresh_facts()
     assert collect_nvidia_smi(host, facts, timeout=5) is True
     assert facts["errors"] == []

@@ -16,7 +16,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils import policy as P
 from ansible_collections.gpufleet.core.plugins.plugin_utils.mig_config import load_mig_parted_config
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import (
     DEFAULT_POLICY, FleetPolicies, PolicyError, Problem, validate_fragments, validate_policy)
-from tests.unit.schema_check import REALDATA
+from tests.support.corpus import reference_path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -389,9 +389,9 @@ def test_mig_config_file_is_read_relative_to_the_inventory(tmp_path):
     assert P.resolve_mig_config(validate_policy({})) == validate_policy({})
 
 
+@pytest.mark.corpus
 def test_the_gpu_operator_configmap_is_a_valid_config_file():
-    path = os.path.join(os.path.dirname(REALDATA), "reference", "nvidia-mig-parted-configs",
-                        "gpu-operator_0400_configmap_default-mig-parted-config.yaml")
+    path = reference_path("nvidia-mig-parted-configs/gpu-operator_0400_configmap_default-mig-parted-config.yaml")
     policy = validate_policy({"mig": {"config_file": path, "selected": "all-3g.40gb"}})
     resolved = P.resolve_mig_config(policy)
     configs = resolved["mig"]["config"]["mig-configs"]

@@ -2,15 +2,18 @@
 
 import os
 
+import pytest
+
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import list_rules
+from tests.support.corpus import reference_path
 from tests.unit.schema_check import ROOT
 from tests.unit.test_rules_hardware import findings_of, healthy_node, only, policy, service
 
 A100 = "NVIDIA A100-SXM4-80GB"
 A100_BUS_IDS = ("0000:07:00.0", "0000:0f:00.0", "0000:47:00.0", "0000:4e:00.0",
                 "0000:87:00.0", "0000:90:00.0", "0000:b7:00.0", "0000:bd:00.0")
-OPERATOR_CONFIG = os.path.join(os.path.dirname(ROOT), "shared", "reference", "nvidia-mig-parted-configs",
-                               "gpu-operator_default-mig-parted-config.config.yaml")
+OPERATOR_CONFIG = "nvidia-mig-parted-configs/gpu-operator_default-mig-parted-config.config.yaml"
+OWN_CONFIG = os.path.join(ROOT, "tests", "fixtures", "samples", "mig-parted_config.yaml")
 
 MIG_CONFIG = {"version": "v1", "mig-configs": {
     "all-disabled": [{"devices": "all", "mig-enabled": False}],
@@ -85,11 +88,22 @@ def test_mig_layout_matching_the_config_is_quiet():
     assert findings_of(a100_mig_node(seven_1g_10gb), "scheduling.mig_layout_drift", mig_policy("all-1g.10gb")) == []
 
 
+@pytest.mark.corpus
 def test_mig_layout_from_the_gpu_operator_default_config_file():
-    the_policy = policy(mig={"config_file": OPERATOR_CONFIG, "selected": "all-3g.40gb"})
+    the_policy = policy(mig={"config_file": reference_path(OPERATOR_CONFIG), "selected": "all-3g.40gb"})
     assert findings_of(a100_mig_node(), "scheduling.mig_layout_drift", the_policy) == []
-    the_policy = policy(mig={"config_file": OPERATOR_CONFIG, "selected": "all-disabled"})
+    the_policy = policy(mig={"config_file": reference_path(OPERATOR_CONFIG), "selected": "all-disabled"})
     assert len(findings_of(a100_mig_node(), "scheduling.mig_layout_drift", the_policy)) == 8
+
+
+def test_mig_layout_from_a_config_file():
+    the_policy = policy(mig={"config_file": OWN_CONFIG, "selected": "training-halves"})
+    assert findings_of(a100_mig_node(), "scheduling.mig_layout_drift", the_policy) == []
+    the_policy = policy(mig={"config_file": OWN_CONFIG, "selected": "inference-split"})
+    found = findings_of(a100_mig_node(), "scheduling.mig_layout_drift", the_policy)
+    assert len(found) == 8
+    assert found[0]["evidence"]["diff"]["devices"] == {
+        "1g.10gb": {"want": 2, "have": 0}, "2g.20gb": {"want": 1, "have": 0}, "3g.40gb": {"want": 1, "have": 2}}
 
 
 def test_mig_config_that_cannot_be_read_is_reported():
