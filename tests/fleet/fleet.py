@@ -336,7 +336,7 @@ def customize_rootfs(root):
 
 def rootfs_recipe():
     """What the root filesystem is built from; any change here or in customize_rootfs rebuilds it."""
-    recipe = {"suite": SUITE, "variant": "minbase", "packages": PACKAGES,
+    recipe = {"suite": SUITE, "variant": "minbase", "packages": PACKAGES, "opt_in_units": OPT_IN_UNITS,
               "customize": inspect.getsource(customize_rootfs)}
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
 
