@@ -14,14 +14,30 @@ __metaclass__ = type
 
 import xml.etree.ElementTree as ET
 
-# Host-wide errors of these calls mean the GPUs (and so their processes) were not read completely.
-_GPU_LISTING_CALLS = ("nvml", "nvidia-smi -q", "import pynvml", "load ", "nvidia_smi")
+# Host-wide errors of these calls, per backend, mean its GPU list (and so the processes) is incomplete.
+_BACKEND_CALLS = {"nvml": ("nvml", "import pynvml", "load "), "nvidia_smi": ("nvidia-smi -q", "nvidia_smi")}
 _INCOMPLETE_COLLECTIONS = ("partial", "failed")
 
 
-def _lists_gpus(call):
+def _listing_calls(facts):
+    """The calls whose host-wide failure leaves the GPU list incomplete: those of the backend that gave the
+    facts (a backend tried before it and given up, such as NVML without pynvml, does not count), or of every
+    backend when none answered."""
+    source = facts.get("source")
+    if source == "replay":
+        source = facts.get("replay_of")
+    if source in _BACKEND_CALLS:
+        return _BACKEND_CALLS[source]
+    return tuple(call for calls in _BACKEND_CALLS.values() for call in calls)
+
+
+def _lists_gpus(call, listing_calls):
     call = (call or "").strip().lower()
-    return any(call == prefix.strip() or call.startswith(prefix) for prefix in _GPU_LISTING_CALLS)
+    return any(call == prefix.strip() or call.startswith(prefix) for prefix in listing_calls)
+
+
+def _add_reason(reasons, gpu, why):
+    reasons[gpu] = "%s; %s" % (reasons[gpu], why) if gpu in reasons else why
 
 
 def _about_processes(call):
@@ -42,14 +58,15 @@ def unknown_processes(facts):
     status = collection.get("status") if isinstance(collection, dict) else collection
     if status in _INCOMPLETE_COLLECTIONS:
         reasons[None] = "the collection was %s" % status
+    listing_calls = _listing_calls(facts)
     for error in facts.get("errors") or []:
         if not isinstance(error, dict):
             continue
         gpu, call = error.get("gpu"), error.get("call")
-        if gpu is None and _lists_gpus(call):
-            reasons.setdefault(None, "%s failed: %s" % (call, error.get("reason")))
+        if gpu is None and _lists_gpus(call, listing_calls):
+            _add_reason(reasons, None, "%s failed: %s" % (call, error.get("reason")))
         elif gpu is not None and _about_processes(call):
-            reasons.setdefault(gpu, "%s failed: %s" % (call, error.get("reason")))
+            _add_reason(reasons, gpu, "%s failed: %s" % (call, error.get("reason")))
     gpus = facts.get("gpus")
     if not isinstance(gpus, list):
         reasons.setdefault(None, "the GPU list is missing")

@@ -88,6 +88,10 @@ def test_rollout_drains_waits_for_the_running_job_then_resumes_the_node(slurm_fl
     # drained while the job ran, and the driver changed only after the job ended
     assert any(running and "DRAIN" in state for running, state, _package in samples), samples
     assert all(package_now == START + "-1" for running, _state, package_now in samples if running), samples
+    # a healthy host's processes come from gpu_facts itself, not from the device-file fallback
+    noted = run.result("fleet-02", "Note the drain hook and the GPU processes gpu_facts listed")
+    assert noted["ansible_facts"]["driver_gpu_processes"] == {"known": True, "pids": [], "source": "gpu_facts",
+                                                              "unknown": ""}
     waited = run.result("fleet-02", "Wait until no job runs on the node (DRAINING until the jobs end)")
     assert waited["attempts"] > 1, waited
     assert package(fleet, "fleet-02") == PIN + "-1"

@@ -70,10 +70,22 @@ def gpu(index, processes):
 
 
 def test_a_complete_collection_knows_its_processes_even_when_there_are_none():
-    facts = {"gpus": [gpu(0, []), gpu(1, [{"pid": 7}])], "errors": [
+    facts = {"source": "nvml", "gpus": [gpu(0, []), gpu(1, [{"pid": 7}])], "errors": [
         {"gpu": None, "call": "dmesg", "reason": "not permitted"},
         {"gpu": 0, "call": "nvmlDeviceGetPowerUsage", "reason": "Not Supported"}]}
     assert unknown_processes(facts) == {}
+
+
+def test_a_backend_given_up_before_the_one_that_answered_does_not_count():
+    # source auto on a host without pynvml: NVML is tried first, nvidia-smi answers
+    facts = {"source": "nvidia_smi", "gpus": [gpu(0, [])], "errors": [
+        {"gpu": None, "call": "import pynvml", "reason": "nvidia-ml-py (pynvml) is not installed on this host"}]}
+    assert unknown_processes(facts) == {}
+    nothing_answered = dict(facts, source="none", gpus=[], errors=facts["errors"] + [
+        {"gpu": None, "call": "nvidia-smi -q -x", "reason": "Driver/library version mismatch"}])
+    assert unknown_processes(nothing_answered) == {None: (
+        "import pynvml failed: nvidia-ml-py (pynvml) is not installed on this host; "
+        "nvidia-smi -q -x failed: Driver/library version mismatch")}
 
 
 @pytest.mark.parametrize("facts, expected", [
@@ -84,9 +96,9 @@ def test_a_complete_collection_knows_its_processes_even_when_there_are_none():
     ({"gpus": [gpu(0, []), gpu(1, [])], "errors": [
         {"gpu": 1, "call": "nvmlDeviceGetComputeRunningProcesses", "reason": "Unknown Error"}]},
      {1: "nvmlDeviceGetComputeRunningProcesses failed: Unknown Error"}),
-    ({"gpus": [], "errors": [{"gpu": None, "call": "nvidia-smi -q -x", "reason": "no answer within 30 s"}]},
+    ({"source": "none", "gpus": [], "errors": [{"gpu": None, "call": "nvidia-smi -q -x", "reason": "no answer within 30 s"}]},
      {None: "nvidia-smi -q -x failed: no answer within 30 s"}),
-    ({"gpus": [gpu(0, [])], "errors": [{"gpu": None, "call": "nvml", "reason": "NVML did not answer"}]},
+    ({"source": "nvml", "gpus": [gpu(0, [])], "errors": [{"gpu": None, "call": "nvml", "reason": "NVML did not answer"}]},
      {None: "nvml failed: NVML did not answer"}),
     ({"gpus": [gpu(0, [])], "errors": [], "collection": {"status": "partial"}}, {None: "the collection was partial"}),
     ({"gpus": [gpu(0, [])], "errors": [], "collection": "failed"}, {None: "the collection was failed"}),
