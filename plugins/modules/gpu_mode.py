@@ -17,7 +17,7 @@ description:
   - Refuses to change the compute mode of a GPU that processes use, unless O(allow_busy=true), before changing
     anything.
   - Refuses the same way when a GPU's process list is unknown (the report has no process section for it, or
-    C(nvidia-smi) ended with an error after a partial report): an unread process list is never taken as idle.
+    C(nvidia-smi) ended with an error after a partial report); an unread process list is never taken as idle.
   - Never uses a shell.
 author:
   - gpufleet contributors (!UNKNOWN)

@@ -27,7 +27,8 @@ description:
     and left at that point.
   - Refuses to change a GPU while processes use it unless O(allow_drain=true).
   - Always refuses to change a GPU whose process list is unknown (the C(nvidia-smi -q -x) report has no process
-    section for it): an unread process list is never taken as idle, whatever O(allow_drain) says.
+    section for it, or the report is incomplete); an unread process list is never taken as idle, whatever
+    O(allow_drain) says.
   - A GPU whose MIG devices already match is not touched, even when its instances are grouped differently
     from the plan; a second run with the same input changes nothing.
   - Never uses a shell.
