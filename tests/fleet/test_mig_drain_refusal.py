@@ -4,7 +4,8 @@ sets it up)."""
 
 import base64
 
-from test_role_mig_layout import (  # noqa: F401  pylint: disable=unused-import  (hosts and playbook are fixtures)
+# hosts and playbook are fixtures of test_role_mig_layout.py, used here as arguments
+from test_role_mig_layout import (  # noqa: F401 pylint: disable=unused-import
     APPLY, DRIFTED, TEST_FILES, TEST_UNIT, hosts, layouts, playbook, sim_state, start_gpu_process, stop_gpu_process)
 
 REFUSAL = "Refuse while processes other than the policy's services use the GPUs to change"
