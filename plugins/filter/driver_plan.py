@@ -27,6 +27,14 @@ description:
   - V(report) - the rollout report from C(mode), C(planned), C(outcomes) (or C(hostvars) to read each
     host's C(gpufleet_driver_outcome) from), C(settings), C(started_at), C(finished_at), C(check_mode).
   - V(summary) - lines for the screen from C(report) and C(path).
+  - V(processes) - the GPU processes before a change. Keys C(facts) (gpu_facts) and C(scan) (the registered
+    result of the role's scan for processes with C(/dev/nvidia*) open, used only when gpu_facts could not list
+    the processes). Returns C(known), C(pids), C(source), C(unknown) (why gpu_facts did not know).
+  - V(slurm_node) - C(found), C(state), C(drain), C(busy), C(reason), C(ours) of C(output) (C(scontrol show
+    node -o NODE)) for the role's drain C(reason).
+  - V(prior_drain) - whether the node was out of service before the role drained it. Keys C(method), C(output)
+    (the scheduler's answer, null when it could not be asked) and C(reason) (the role's drain reason). Returns
+    C(drained_before), C(reason), C(ours), C(known).
 options:
   _input:
     description: The inputs of the step.
@@ -36,7 +44,7 @@ options:
     description: Which decision.
     type: str
     required: true
-    choices: [host, verify, record, settings, batch_exceeds, report, summary]
+    choices: [host, verify, record, settings, batch_exceeds, report, summary, processes, slurm_node, prior_drain]
 """
 
 EXAMPLES = r"""
@@ -55,6 +63,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils import drain
 from ansible_collections.gpufleet.core.plugins.plugin_utils import driver_plan as plan
 
 
@@ -107,8 +116,21 @@ def _summary(data):
     return plan.report_summary(data["report"], data.get("path"))
 
 
+def _processes(data):
+    return drain.gpu_processes(data.get("facts"), data.get("scan"))
+
+
+def _slurm_node(data):
+    return drain.slurm_node(data.get("output"), data["reason"])
+
+
+def _prior_drain(data):
+    return drain.prior_drain(data["method"], data.get("output"), data["reason"])
+
+
 STEPS = {"host": _host, "verify": _verify, "record": _record, "settings": _settings,
-         "batch_exceeds": _batch_exceeds, "report": _report, "summary": _summary}
+         "batch_exceeds": _batch_exceeds, "report": _report, "summary": _summary, "processes": _processes,
+         "slurm_node": _slurm_node, "prior_drain": _prior_drain}
 
 
 def driver_plan(data, step):

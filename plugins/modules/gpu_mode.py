@@ -16,6 +16,8 @@ description:
     the GPUs that differ, with C(nvidia-smi -i N -pm 0|1) and C(nvidia-smi -i N -c MODE).
   - Refuses to change the compute mode of a GPU that processes use, unless O(allow_busy=true), before changing
     anything.
+  - Refuses the same way when a GPU's process list is unknown (the report has no process section for it, or
+    C(nvidia-smi) ended with an error after a partial report); an unread process list is never taken as idle.
   - Never uses a shell.
 author:
   - gpufleet contributors (!UNKNOWN)
@@ -41,8 +43,8 @@ options:
     elements: int
   allow_busy:
     description:
-      - Change the compute mode of GPUs that processes use. Running processes keep their contexts; the new mode
-        applies to the next ones.
+      - Change the compute mode of GPUs that processes use, or whose process list could not be read. Running
+        processes keep their contexts; the new mode applies to the next ones.
     type: bool
     default: false
   nvidia_smi:
@@ -112,6 +114,8 @@ msg:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
+from ansible_collections.gpufleet.core.plugins.module_utils.gpu_processes import (
+    RecordingHost, describe_unknown, mark_unknown)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import nvidia_smi_module_host
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import collect_nvidia_smi
 
@@ -132,11 +136,15 @@ class GpuModeError(Exception):
 
 
 def read_gpus(host, timeout):
-    """{index: gpus[] fact} from nvidia-smi -q -x; GpuModeError when there is no report."""
+    """{index: gpus[] fact} from nvidia-smi -q -x; GpuModeError when there is no report.
+
+    A GPU whose process list the report did not give completely has "processes" None (unknown)."""
     facts = new_facts()
-    if not collect_nvidia_smi(host, facts, timeout):
+    recording = RecordingHost(host)
+    if not collect_nvidia_smi(recording, facts, timeout):
         reasons = "; ".join("%s: %s" % (error["call"], error["reason"]) for error in facts["errors"])
         raise GpuModeError("cannot read the GPUs' modes: %s" % (reasons or "nvidia-smi gave no report"))
+    mark_unknown(facts, recording.last_query_xml)
     return dict((gpu["index"], gpu) for gpu in facts["gpus"])
 
 
@@ -164,6 +172,17 @@ def gpu_changes(gpu, persistence_mode, compute_mode):
     if compute_mode is not None and current_compute is not None and current_compute != compute_mode:
         changes.append(("compute_mode", ["-i", index, "-c", COMPUTE_MODE_ARGS[compute_mode]]))
     return changes
+
+
+def refuse_unknown(plans, gpus):
+    unknown = dict((index, gpus[index]["processes_unknown"]) for index, changes in sorted(plans.items())
+                   if any(setting == "compute_mode" for setting, _args in changes) and gpus[index].get("processes") is None)
+    if unknown:
+        raise GpuModeError(
+            "the processes on GPUs whose compute mode must change are unknown (%s); nothing was changed. An unread "
+            "process list is not an idle GPU: make nvidia-smi -q -x answer completely and run again, or, after "
+            "making sure the GPUs are idle, allow the change on busy GPUs (role variable gpu_settings_allow_busy, "
+            "module option allow_busy)" % describe_unknown(unknown))
 
 
 def refuse_busy(plans, gpus):
@@ -207,6 +226,7 @@ def run_module(module, host, done):
                  for index in indexes)
     plans = dict((index, changes) for index, changes in plans.items() if changes)
     if not params["allow_busy"]:
+        refuse_unknown(plans, gpus)
         refuse_busy(plans, gpus)
     commands = ["nvidia-smi " + " ".join(args) for _index, changes in sorted(plans.items()) for _s, args in changes]
     before = dict((index, modes(gpus[index])) for index in indexes)

@@ -26,6 +26,9 @@ description:
     only with O(reset=true) and when no process uses it, otherwise the GPU is reported in C(pending_reset)
     and left at that point.
   - Refuses to change a GPU while processes use it unless O(allow_drain=true).
+  - Always refuses to change a GPU whose process list is unknown (the C(nvidia-smi -q -x) report has no process
+    section for it, or the report is incomplete); an unread process list is never taken as idle, whatever
+    O(allow_drain) says.
   - A GPU whose MIG devices already match is not touched, even when its instances are grouped differently
     from the plan; a second run with the same input changes nothing.
   - Never uses a shell.
@@ -189,6 +192,8 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
+from ansible_collections.gpufleet.core.plugins.module_utils.gpu_processes import (
+    RecordingHost, describe_unknown, mark_unknown)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import nvidia_smi_module_host
 from ansible_collections.gpufleet.core.plugins.module_utils.mig_plan import (
     NEW_GI, MigConfigError, actual_layout, canonical_profile_name, feasibility_reasons, gpu_plan, instance_steps,
@@ -255,9 +260,11 @@ def desired_by_index(params):
 def read_gpus(host, timeout):
     """{index: gpus[] fact} from nvidia-smi -q -x, -lgi and -lci; MigLayoutError when the state is not known."""
     facts = new_facts()
-    if not collect_nvidia_smi(host, facts, timeout) or facts["errors"]:
+    recording = RecordingHost(host)
+    if not collect_nvidia_smi(recording, facts, timeout) or facts["errors"]:
         reasons = "; ".join("%s: %s" % (error["call"], error["reason"]) for error in facts["errors"])
         raise MigLayoutError("cannot read the GPUs' MIG state: %s" % (reasons or "nvidia-smi gave no report"))
+    mark_unknown(facts, recording.last_query_xml)
     return dict((gpu["index"], gpu) for gpu in facts["gpus"])
 
 
@@ -269,6 +276,10 @@ def layout_summary(gpu):
 
 def pids(gpu):
     return sorted(process["pid"] for process in gpu.get("processes") or [])
+
+
+def processes_known(gpu):
+    return isinstance(gpu.get("processes"), list)
 
 
 # ---------------------------------------------------------------- planning
@@ -291,12 +302,25 @@ def plan_all(desired, gpus, allow_reset):
     plans = {}
     for index in sorted(desired):
         gpu = gpus[index]
-        plans[index] = gpu_plan(gpu, desired[index], desired[index]["profiles"], allow_reset and not pids(gpu))
+        idle = processes_known(gpu) and not pids(gpu)
+        plans[index] = gpu_plan(gpu, desired[index], desired[index]["profiles"], allow_reset and idle)
     return plans
 
 
 def busy_gpus(plans, gpus):
     return dict((index, pids(gpus[index])) for index, plan in plans.items() if plan["steps"] and pids(gpus[index]))
+
+
+def unknown_gpus(plans, gpus):
+    return dict((index, gpus[index]["processes_unknown"]) for index, plan in plans.items()
+                if plan["steps"] and not processes_known(gpus[index]))
+
+
+def refuse_unknown(unknown):
+    raise MigLayoutError(
+        "the processes on GPUs whose MIG layout must change are unknown (%s); nothing was changed. An unread "
+        "process list is not an idle GPU, also with allow_drain: make nvidia-smi -q -x answer completely and "
+        "run again" % describe_unknown(unknown))
 
 
 def refuse_busy(busy):
@@ -471,6 +495,9 @@ def run_module(module, host, runner):
     gpus = read_gpus(host, params["timeout"])
     check_input(desired, gpus)
     plans = plan_all(desired, gpus, params["reset"])
+    unknown = unknown_gpus(plans, gpus)
+    if unknown:
+        refuse_unknown(unknown)
     busy = busy_gpus(plans, gpus)
     if busy and not params["allow_drain"]:
         refuse_busy(busy)

@@ -52,7 +52,12 @@ FLEET_STATE = WORK / "fleet.json"
 
 SUITE = "bookworm"
 # python3-apt: Ansible's apt module needs it to install the driver packages (driver_repo.py).
-PACKAGES = ["systemd", "systemd-sysv", "dbus", "python3", "python3-apt", "openssh-server", "iproute2", "procps"]
+# slurmctld, slurmd, slurm-client and munge: a real Slurm cluster for the drain tests (scenario slurm); their
+# services start only on the hosts a scenario enables them on (system_units).
+PACKAGES = ["systemd", "systemd-sysv", "dbus", "python3", "python3-apt", "openssh-server", "iproute2", "procps",
+            "munge", "slurmctld", "slurmd", "slurm-client"]
+# Services of PACKAGES that no host starts unless its scenario entry names them in system_units.
+OPT_IN_UNITS = ("slurmctld.service", "slurmd.service")
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 DEFAULT_HOSTS = 4
 DEFAULT_SCENARIO = "default"
@@ -310,6 +315,18 @@ def customize_rootfs(root):
         mask = root / "etc/systemd/system" / unit
         remove_path(mask)
         mask.symlink_to("/dev/null")
+    # Slurm daemons only where a scenario wants them (the hosts share one network namespace: one slurmctld).
+    for wants in root.glob("etc/systemd/system/*.wants"):
+        for unit in OPT_IN_UNITS:
+            remove_path(wants / unit)
+    # One munge key for every host (the hosts share the root filesystem), readable by munge only.
+    munge_key = root / "etc/munge/munge.key"
+    if not munge_key.exists():
+        write_file(munge_key, os.urandom(1024).hex() + "\n", mode=0o400)
+    munge_ids = [line.split(":")[2:4] for line in (root / "etc/passwd").read_text().splitlines()
+                 if line.startswith("munge:")]
+    if munge_ids:
+        os.chown(munge_key, int(munge_ids[0][0]), int(munge_ids[0][1]))
     write_file(root / "etc/systemd/journald.conf.d/50-fleet.conf", "[Journal]\nStorage=volatile\nRuntimeMaxUse=16M\n")
     # Port and ListenAddress come from each host's overlay (sshd_config.d/50-fleet-port.conf).
     write_file(root / "etc/ssh/sshd_config.d/40-fleet.conf",
@@ -319,7 +336,7 @@ def customize_rootfs(root):
 
 def rootfs_recipe():
     """What the root filesystem is built from; any change here or in customize_rootfs rebuilds it."""
-    recipe = {"suite": SUITE, "variant": "minbase", "packages": PACKAGES,
+    recipe = {"suite": SUITE, "variant": "minbase", "packages": PACKAGES, "opt_in_units": OPT_IN_UNITS,
               "customize": inspect.getsource(customize_rootfs)}
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
 
@@ -401,8 +418,12 @@ def load_scenario(name):
 
 
 def host_spec(scenario, host):
-    """The scenario entry for a host: its own, or the scenario's default_host for hosts it does not list."""
-    return scenario.get("hosts", {}).get(host.name, scenario.get("default_host", {}))
+    """The scenario entry for a host: its own, or the scenario's default_host for hosts it does not list;
+    the scenario's top-level files (for every host) are under the host's own."""
+    spec = dict(scenario.get("hosts", {}).get(host.name, scenario.get("default_host", {})))
+    if scenario.get("files"):
+        spec["files"] = dict(scenario["files"], **spec.get("files", {}))
+    return spec
 
 
 def prepare_upper(host, spec):
@@ -441,6 +462,18 @@ def install_simulator(upper, host, spec):
     driver_repo_module().add_to_host(upper, ROOTFS, DRIVER_REPO, driver_version)
     for path, content in spec.get("files", {}).items():
         write_file(upper / path.lstrip("/"), content if isinstance(content, str) else "\n".join(content) + "\n")
+    enable_system_units(upper, spec.get("system_units", []))
+
+
+def enable_system_units(upper, units):
+    """Enables units of the root filesystem's packages (OPT_IN_UNITS, such as slurmd) on this host only."""
+    for unit in units:
+        if unit not in OPT_IN_UNITS:
+            raise FleetError("system_units: %s is not one of %s" % (unit, ", ".join(OPT_IN_UNITS)))
+        wants = upper / "etc/systemd/system/multi-user.target.wants" / unit
+        wants.parent.mkdir(parents=True, exist_ok=True)
+        remove_path(wants)
+        wants.symlink_to("/lib/systemd/system/" + unit)
 
 
 def build_state(host, spec):
