@@ -30,7 +30,8 @@ def boot_id(fleet):
 def remediate(fleet, extra=None):
     report_dir = tempfile.mkdtemp(prefix="driver-unknown-")
     run = fleet.playbook("remediate.yml", limit=HOST, extra_vars=dict({"gpufleet_report_dir": report_dir}, **(extra or {})))
-    with open(os.path.join(report_dir, "latest", "remediation.json")) as handle:
+    # --limit makes every audit of the run a partial one
+    with open(os.path.join(report_dir, "latest-partial", "remediation.json")) as handle:
         return run, json.load(handle)
 
 

@@ -1,13 +1,13 @@
 """remediate.yml acts only on hosts its first audit could read, whatever --tags or --limit say: an
-unreachable host and a host whose collection failed get a message and no role, also with --tags driver
-(scenario default)."""
+unreachable host and a host whose collection failed get the first audit's "not audited" verdict, which
+takes them out of the run, and no role, also with --tags driver; the run exits 4 (scenario default)."""
 
 import os
 import tempfile
 
 import fleet as fleet_module
 
-SKIP = "Skip a host the first audit could not read"
+VERDICT = "Give each host its verdict"
 ROLE_TASKS = ("Read the desired driver from gpufleet_policy", "Read the desired state from gpufleet_policy")
 
 
@@ -30,11 +30,13 @@ def test_hosts_the_first_audit_could_not_read_are_left_alone_whatever_the_tags(f
     run = fleet.playbook("remediate.yml", limit="fleet-02,fleet-03,fleet-04",
                          extra_vars=dict(broken, gpufleet_report_dir=report_dir),
                          extra_args=["--tags", "driver,gpu_settings"])
-    skipped = {host: result["msg"] for host, result in run.results(SKIP).items() if result["_event"] == "ok"}
-    assert set(skipped) == {"fleet-03", "fleet-04"}, run.output()
-    assert "could not read it: its collection failed: fixture /nonexistent/fixture.json" in skipped["fleet-03"]
-    assert "could not read it: it was unreachable" in skipped["fleet-04"]
-    assert "not remediated (driver, gpu_settings)" in skipped["fleet-04"]
+    # the first audit's verdicts: its failures are not findings (fail severity none), the unread hosts leave
+    verdicts = run.results(VERDICT)
+    left = {host: result["msg"] for host, result in verdicts.items() if result["_event"] == "unreachable"}
+    assert set(left) == {"fleet-03", "fleet-04"}, run.output()
+    assert left["fleet-03"].startswith("not audited: failed:") and "/nonexistent/fixture.json" in left["fleet-03"]
+    assert left["fleet-04"].startswith("not audited: unreachable:")
+    assert run.rc == 4, run.output()
     for task in ROLE_TASKS:
         assert hosts_that_ran(run, task) == {"fleet-02"}, (task, run.output())
     assert run.stats["fleet-03"]["changed"] == 0
