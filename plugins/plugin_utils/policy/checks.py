@@ -5,7 +5,9 @@
 
 Each checker also carries `json_schema`: the JSON Schema (draft-07) of what it accepts in an inventory
 fragment, so the published schema (docs/schema/policy.schema.json) comes from the same definition.
-Containers also accept null there: merging reads a section or list written as null as empty.
+Containers also accept null there: merging reads a section or list written as null as empty. A Jinja
+template stands wherever a single value may ("#/definitions/template"): policy_check checks what it renders.
+Mappings and lists are not offered as templates, so that an unknown key is reported as one.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -26,6 +28,7 @@ except ImportError:  # a dependency of the project; guarded so that Ansible can 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PERCENT = re.compile(r"^(\d{1,3})%$")
 _NON_BLANK = r"\S"
+TEMPLATE = {"type": "string", "pattern": r"\{\{|\{%", "description": "a Jinja template, checked once rendered"}
 
 
 def is_int(value):
@@ -51,11 +54,12 @@ def _range_text(low, high):
     return "between %s and %s" % (low, high)
 
 
-def _described(check, schema, nullable=False):
-    """check, carrying its JSON Schema (which also admits null when nullable)."""
-    if nullable:
-        schema = {"anyOf": [schema, {"type": "null"}]}
-    check.json_schema = schema
+def _described(check, schema, nullable=False, container=False):
+    """check, carrying the JSON Schema of its values (json_value) and of what a fragment may hold there
+    (json_schema: those values, null when nullable, or a template unless it is a container)."""
+    check.json_value = schema
+    check.json_schema = schema if container else {
+        "anyOf": [schema] + ([{"type": "null"}] if nullable else []) + [{"$ref": "#/definitions/template"}]}
     return check
 
 
@@ -144,7 +148,7 @@ def digits_text(pattern, expected, low, high):
             value = str(value)
         return check_text(value, path, problems)
     number_schema = {"type": "integer", "minimum": low, "maximum": high}
-    return _described(check, {"anyOf": [check_text.json_schema, number_schema]})
+    return _described(check, {"anyOf": [check_text.json_value, number_schema]}, nullable=True)
 
 
 def list_of(item_check):
@@ -152,7 +156,7 @@ def list_of(item_check):
         if not isinstance(value, list):
             return _fail(problems, path, "a list", value)
         return [item_check(item, tuple(path) + (index,), problems) for index, item in enumerate(value)]
-    return _described(check, {"type": ["array", "null"], "items": item_check.json_schema})
+    return _described(check, {"type": ["array", "null"], "items": item_check.json_schema}, container=True)
 
 
 def any_mapping(nullable=False):
@@ -160,7 +164,7 @@ def any_mapping(nullable=False):
         if (nullable and value is None) or isinstance(value, dict):
             return to_plain(value)
         return _fail(problems, path, _or_null("a mapping", nullable), value)
-    return _described(check, {"type": ["object", "null"]})
+    return _described(check, {"type": ["object", "null"]}, container=True)
 
 
 def unknown_key(problems, path, key, allowed):
@@ -187,7 +191,8 @@ def section(fields, required=()):
                 problems.append(Problem(tuple(path) + (key,), "is required"))
         return result
     properties = {key: field.json_schema for key, field in fields.items()}
-    return _described(check, {"type": ["object", "null"], "properties": properties, "additionalProperties": False})
+    return _described(check, {"type": ["object", "null"], "properties": properties, "additionalProperties": False},
+                      container=True)
 
 
 def named_list(entry_check, defaults, normalise_name, name_pattern, name_expected):
@@ -215,12 +220,12 @@ def named_list(entry_check, defaults, normalise_name, name_pattern, name_expecte
             entries.append(dict(name=normalise_name(str(name)), **checked))
         return entries
     name_schema = {"type": "string", "pattern": name_pattern.pattern, "description": name_expected}
-    entry_schema = dict(entry_check.json_schema, properties=dict(entry_check.json_schema["properties"], name=name_schema))
+    entry_schema = dict(entry_check.json_value, properties=dict(entry_check.json_value["properties"], name=name_schema))
     listed = dict(entry_schema, type="object", required=["name"])
     return _described(check, {"anyOf": [
         {"type": "array", "items": listed},
         {"type": "object", "propertyNames": {"pattern": name_pattern.pattern}, "additionalProperties": entry_schema},
-        {"type": "null"}]})
+        {"type": "null"}]}, container=True)
 
 
 def _named_entries_from_mapping(value, path, problems):
@@ -264,7 +269,7 @@ def environment():
                 _fail(problems, tuple(path) + (key,), "a string or a number", item)
         return result
     return _described(check, {"type": "object", "propertyNames": {"pattern": ENV_NAME.pattern},
-                              "additionalProperties": {"type": ["string", "number"]}})
+                              "additionalProperties": {"type": ["string", "number"]}}, container=True)
 
 
 def gpu_selection():

@@ -11,7 +11,7 @@ import re
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import FIX_ROLES, LAYERS, SEVERITIES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.checks import (
-    ENV_NAME, any_mapping, batch_list, batch_size, boolean, choice, digits_text, environment, gpu_selection,
+    ENV_NAME, TEMPLATE, any_mapping, batch_list, batch_size, boolean, choice, digits_text, environment, gpu_selection,
     integer, jmespath_expression, list_of, named_list, non_empty_text, number, section, text)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.defaults import (
     CATALOG_TABLES, CUSTOM_RULE_DEFAULTS, CUSTOM_RULE_REQUIRED, DRAIN_METHODS, FAIL_SEVERITIES, RESTART_VALUES,
@@ -127,7 +127,7 @@ POLICY_SCHEMA = section({
 def json_schema():
     """JSON Schema (draft-07) of an inventory variables file (group_vars, host_vars): every gpufleet_policy
     and gpufleet_policy_* variable in it must hold keys that POLICY_SCHEMA accepts; other variables are free."""
-    fragment = dict(POLICY_SCHEMA.json_schema, description="A gpufleet policy fragment (docs/policy.md)")
+    fragment = dict(POLICY_SCHEMA.json_value, description="A gpufleet policy fragment (docs/policy.md)")
     return {
         "$schema": "http://json-schema.org/draft-07/schema#",
         "$id": SCHEMA_ID,
@@ -136,7 +136,7 @@ def json_schema():
                        "do not edit. Validates the variables %s and %s* of a group_vars or host_vars file."
                        % (POLICY_VAR, FRAGMENT_PREFIX),
         "type": ["object", "null"],
-        "definitions": {"policy_fragment": fragment},
+        "definitions": {"policy_fragment": fragment, "template": TEMPLATE},
         "patternProperties": {
             "^%s(%s.+)?$" % (POLICY_VAR, FRAGMENT_PREFIX[len(POLICY_VAR):]): {"$ref": "#/definitions/policy_fragment"},
         },
