@@ -54,19 +54,20 @@ def value_origin(value):
 
 
 def value_origins(value, limit=MAX_NODES):
-    """{path: (file, line)} for the parts of value that carry an origin, list entries by index. Shallow parts
-    first, and at most limit parts: a value of YAML aliases may be far bigger than the file it is written in."""
-    places, queue, seen = {}, deque([((), value)]), 0
-    while queue and seen < limit:
+    """{path: (file, line)} for the parts of value that carry an origin, list entries by index, shallow parts
+    first. A YAML alias is a second reference to the same mapping or list: it is walked where it first
+    appears only (a problem below an alias is placed at the alias), so ten lines of aliases cost ten lines,
+    not the 10**9 values they stand for; at most limit parts in all."""
+    places, queue, walked = {}, deque([((), value)]), set()
+    while queue and len(walked) < limit:
         path, node = queue.popleft()
-        seen += 1
         origin = value_origin(node)
         if origin:
             places[path] = origin
-        if isinstance(node, Mapping):
-            queue.extend((path + (key,), item) for key, item in node.items())
-        elif isinstance(node, (list, tuple)):
-            queue.extend((path + (index,), item) for index, item in enumerate(node))
+        if isinstance(node, (Mapping, list, tuple)) and id(node) not in walked:
+            walked.add(id(node))
+            items = node.items() if isinstance(node, Mapping) else enumerate(node)
+            queue.extend((path + (key,), item) for key, item in items)
     return places
 
 
