@@ -15,6 +15,7 @@ MPS_CONFLICTS = ("exclusive", "time_slicing")
 MPS_EXPECTED = ("mps",)
 PENDING_KEYS = ("pending", "mig_enabled_after_reset")
 
+
 class MigPlan:
     """The policy's desired MIG config, loaded once per policy: config (or None), selected, error."""
 

@@ -29,7 +29,6 @@ def policy_id(policy):
     return "p-" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
 
 
-
 def _read_fragments(variables, checked=None):
     """Fragments of one host, and problems for fragments that cannot be read (templating errors) or are too
     big once YAML aliases are expanded (checked before templating, which walks the whole value)."""
@@ -58,7 +57,6 @@ def _fragments_key(fragments, origins, base_dir):
     places = [(origins.get(name) or {}).get(()) for name, _value in fragments]
     content = json.dumps(fragments, sort_keys=True, default=str)
     return (content, json.dumps(places, default=str), base_dir)
-
 
 
 def _origins(variables, fragments):

@@ -120,9 +120,6 @@ def collect_fragments(variables):
     return [(name, variables[name]) for name in fragment_names(variables)]
 
 
-
-# Bounds: checked before anything walks a fragment (templating, merging, JSON encoding)
-
 def fragment_size_problem(name, value, checked=None):
     """A Problem naming the variable when its value holds too many values or nests too deep once YAML aliases
     are expanded (a "billion laughs" in group_vars: see bounded_data), else None. The cost is bounded by the
@@ -143,4 +140,3 @@ def check_fragment_sizes(fragments, where=POLICY_VAR):
     problems = [problem for problem in (fragment_size_problem(name, value) for name, value in fragments) if problem]
     if problems:
         raise PolicyError(problems, where)
-

@@ -16,6 +16,7 @@ FRAGMENT_PREFIX = "gpufleet_policy_"
 Problem = collections.namedtuple("Problem", "path message variable")
 Problem.__new__.__defaults__ = (None,)
 
+
 class PolicyError(ValueError):
     """Every problem found in one policy; str() has one line per problem."""
 
@@ -71,4 +72,3 @@ def closest(word, allowed):
 def did_you_mean(word, allowed):
     match = closest(word, allowed)
     return " (did you mean %r?)" % match if match else ""
-

@@ -128,6 +128,7 @@ def json_schema():
     """JSON Schema (draft-07) of an inventory variables file (group_vars, host_vars): every gpufleet_policy
     and gpufleet_policy_* variable in it must hold keys that POLICY_SCHEMA accepts; other variables are free."""
     fragment = dict(POLICY_SCHEMA.json_value, description="A gpufleet policy fragment (docs/policy.md)")
+    fragment_names = "^%s(%s.+)?$" % (POLICY_VAR, FRAGMENT_PREFIX[len(POLICY_VAR):])
     return {
         "$schema": "http://json-schema.org/draft-07/schema#",
         "$id": SCHEMA_ID,
@@ -137,7 +138,5 @@ def json_schema():
                        % (POLICY_VAR, FRAGMENT_PREFIX),
         "type": ["object", "null"],
         "definitions": {"policy_fragment": fragment, "template": TEMPLATE},
-        "patternProperties": {
-            "^%s(%s.+)?$" % (POLICY_VAR, FRAGMENT_PREFIX[len(POLICY_VAR):]): {"$ref": "#/definitions/policy_fragment"},
-        },
+        "patternProperties": {fragment_names: {"$ref": "#/definitions/policy_fragment"}},
     }

@@ -65,7 +65,6 @@ def attribute_problem(problem, fragments):
     return problem._replace(variable=name) if name else problem
 
 
-
 def origin_of_problem(problem, fragments, origins):
     """(file, line) where the value behind a problem was written, or None. origins: {variable: {path: (file,
     line)}} with list entries by index; the deepest part of the problem's path that has one counts."""
@@ -147,4 +146,3 @@ def display_path(path, start=None):
     except ValueError:
         return path
     return path if relative.startswith("..") else relative
-

@@ -99,7 +99,6 @@ def _check_consistency(policy, problems):
     _check_services(policy, problems)
 
 
-
 # Validation
 
 def validate_policy(policy, where=POLICY_VAR):
@@ -140,7 +139,6 @@ def validate_fragments(fragments, where=POLICY_VAR):
 def policy_from_vars(variables, where=POLICY_VAR):
     """Effective policy of one host from its variables (a mapping such as hostvars[host])."""
     return validate_fragments(collect_fragments(variables), where)
-
 
 
 # After validation: the MIG document and the catalogs, checked by the modules that own them
@@ -225,7 +223,6 @@ def check_catalogs(policy, where=POLICY_VAR, knowledge_loader=None):
                 message = message[len("catalogs."):]
             raise PolicyError([Problem(("catalogs",), message)], where)
     return policy
-
 
 
 def effective_policy_of(fragments, base_dir=None, where=POLICY_VAR, mig_loader=None, knowledge_loader=None):
