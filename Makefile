@@ -71,6 +71,7 @@ corpus-test: $(STAMP)
 
 test-docs: $(STAMP)
 	$(VENV_PY) tools/schema_to_return.py --check
+	$(VENV_PY) tools/policy_schema.py --check
 	$(VENV)/bin/ansible-doc gpufleet.core.gpu_facts >/dev/null
 
 sanity: $(STAMP)

@@ -6,19 +6,14 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import os
-
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import gpu_label, rule
 from ansible_collections.gpufleet.core.plugins.plugin_utils.mig_config import (
-    MigConfigError, actual_layout, check_feasible, desired_layout, layout_diff, load_mig_parted_config,
-    load_mig_parted_config_file)
+    MigConfigError, actual_layout, check_feasible, desired_layout, layout_diff)
 
 # sharing.mode values under which an MPS daemon contradicts the policy, and those it belongs to.
 MPS_CONFLICTS = ("exclusive", "time_slicing")
 MPS_EXPECTED = ("mps",)
 PENDING_KEYS = ("pending", "mig_enabled_after_reset")
-
-_MIG_FILE_CACHE = {}
 
 
 class MigPlan:
@@ -32,30 +27,17 @@ class MigPlan:
         self.error = error
 
 
-def _load_config_file(path):
-    try:
-        stamp = os.stat(path).st_mtime_ns
-    except OSError:
-        stamp = None
-    cached = _MIG_FILE_CACHE.get(path)
-    if cached is None or cached[0] != stamp:
-        cached = _MIG_FILE_CACHE[path] = (stamp, load_mig_parted_config_file(path))
-    return cached[1]
-
-
 def mig_plan(policy):
-    """MigPlan for a policy: mig.config (a document) or mig.config_file, and mig.selected."""
+    """MigPlan for a policy: the document in mig.config, and mig.selected. Policy resolution (policy_check,
+    policy.resolve_mig_config) loads mig.config_file into mig.config, once; the rules never read files, and
+    desired_layout checks the selected config of a document that was not loaded."""
     mig = policy.get("mig") or {}
-    if mig.get("config") is None and mig.get("config_file") is None:
-        return MigPlan()
-    try:
-        if mig.get("config") is not None:
-            config = load_mig_parted_config(mig["config"], "gpufleet_policy.mig.config")
-        else:
-            config = _load_config_file(mig["config_file"])
-    except MigConfigError as error:
-        return MigPlan(selected=mig.get("selected"), error=str(error))
-    return MigPlan(config, mig.get("selected"))
+    if mig.get("config") is not None:
+        return MigPlan(mig["config"], mig.get("selected"))
+    if mig.get("config_file") is not None:
+        return MigPlan(selected=mig.get("selected"), error="mig.config_file %s was not loaded into the policy "
+                                                           "(policy_check loads it)" % mig["config_file"])
+    return MigPlan()
 
 
 def _plan(ctx):

@@ -14,8 +14,11 @@ from hypothesis import strategies as st
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts, new_gpu
 from ansible_collections.gpufleet.core.plugins.plugin_utils import policy as P
 from ansible_collections.gpufleet.core.plugins.plugin_utils.mig_config import load_mig_parted_config
+from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import fleet as policy_fleet
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import (
     DEFAULT_POLICY, FleetPolicies, PolicyError, Problem, validate_fragments, validate_policy)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_custom import compile_custom_rules
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_workload import worker_limit
 from tests.support.corpus import reference_path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -472,15 +475,15 @@ def test_loaders_can_be_injected():
 def test_compiled_custom_rules_read_the_facts():
     policy = validate_policy({"custom_rules": [RULE, dict(RULE, name="no_driver", scope="host", layer="driver",
                                                           expression="!(driver.version)")]})
-    compiled = P.compile_custom_rules(policy)
-    assert [rule["name"] for rule, _expression in compiled] == ["hot", "no_driver"]
+    compiled = compile_custom_rules(policy)  # what the rules use (policy.py had a copy used only by this test)
+    assert [rule.name for rule in compiled] == ["hot", "no_driver"]
     gpu = new_gpu(0)
     gpu["temperature"]["gpu_c"] = 84
-    assert compiled[0][1].search(gpu) is True
+    assert compiled[0].compiled.search(gpu) is True
     gpu["temperature"]["gpu_c"] = 70
-    assert compiled[0][1].search(gpu) is False
-    assert compiled[1][1].search(new_facts()) is True
-    assert isinstance(compiled[0][1], jmespath.parser.ParsedResult)
+    assert compiled[0].compiled.search(gpu) is False
+    assert compiled[1].compiled.search(new_facts()) is True
+    assert isinstance(compiled[0].compiled, jmespath.parser.ParsedResult)
 
 
 @pytest.mark.parametrize("workload, limit", [
@@ -489,7 +492,7 @@ def test_compiled_custom_rules_read_the_facts():
     ({"services": {"a": {"workers_per_gpu": 2}, "b": {"workers_per_gpu": 1}, "c": {}}}, 3),
 ])
 def test_process_limit_per_gpu(workload, limit):
-    assert P.process_limit_per_gpu(validate_policy({"workload": workload})) == limit
+    assert worker_limit(validate_policy({"workload": workload}))[0] == limit  # the rule's own reading
 
 
 def test_policy_id_follows_content():
@@ -555,7 +558,7 @@ def fleet_of(hosts_by_group, variables_by_group, groups_extra=None):
 def test_fleet_with_valid_policies_validates_once_per_distinct_policy(monkeypatch):
     calls = []
     real = P.effective_policy_of
-    monkeypatch.setattr(P, "effective_policy_of", lambda *args: calls.append(1) or real(*args))
+    monkeypatch.setattr(policy_fleet, "effective_policy_of", lambda *args: calls.append(1) or real(*args))
     variables, groups = fleet_of(
         {"a100": ["a%04d" % i for i in range(300)], "h100": ["h%04d" % i for i in range(200)]},
         {"a100": {"gpufleet_policy": {"driver": {"pin": "550.90.07"}}},

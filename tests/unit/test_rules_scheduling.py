@@ -5,6 +5,7 @@ import os
 import pytest
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import list_rules
+from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import resolve_mig_config as loaded
 from tests.support.corpus import reference_path
 from tests.unit.schema_check import ROOT
 from tests.unit.test_rules_hardware import findings_of, healthy_node, only, policy, service
@@ -90,16 +91,16 @@ def test_mig_layout_matching_the_config_is_quiet():
 
 @pytest.mark.corpus
 def test_mig_layout_from_the_gpu_operator_default_config_file():
-    the_policy = policy(mig={"config_file": reference_path(OPERATOR_CONFIG), "selected": "all-3g.40gb"})
+    the_policy = loaded(policy(mig={"config_file": reference_path(OPERATOR_CONFIG), "selected": "all-3g.40gb"}))
     assert findings_of(a100_mig_node(), "scheduling.mig_layout_drift", the_policy) == []
-    the_policy = policy(mig={"config_file": reference_path(OPERATOR_CONFIG), "selected": "all-disabled"})
+    the_policy = loaded(policy(mig={"config_file": reference_path(OPERATOR_CONFIG), "selected": "all-disabled"}))
     assert len(findings_of(a100_mig_node(), "scheduling.mig_layout_drift", the_policy)) == 8
 
 
 def test_mig_layout_from_a_config_file():
-    the_policy = policy(mig={"config_file": OWN_CONFIG, "selected": "training-halves"})
+    the_policy = loaded(policy(mig={"config_file": OWN_CONFIG, "selected": "training-halves"}))
     assert findings_of(a100_mig_node(), "scheduling.mig_layout_drift", the_policy) == []
-    the_policy = policy(mig={"config_file": OWN_CONFIG, "selected": "inference-split"})
+    the_policy = loaded(policy(mig={"config_file": OWN_CONFIG, "selected": "inference-split"}))
     found = findings_of(a100_mig_node(), "scheduling.mig_layout_drift", the_policy)
     assert len(found) == 8
     assert found[0]["evidence"]["diff"]["devices"] == {

@@ -1,0 +1,142 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The policy's keys: what each one accepts (POLICY_SCHEMA checks a merged policy) and the JSON Schema of
+an inventory file that sets them, both from the one definition below."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import re
+
+from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import FIX_ROLES, LAYERS, SEVERITIES
+from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.checks import (
+    ENV_NAME, TEMPLATE, any_mapping, batch_list, batch_size, boolean, choice, digits_text, environment, gpu_selection,
+    integer, jmespath_expression, list_of, named_list, non_empty_text, number, section, text)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.defaults import (
+    CATALOG_TABLES, CUSTOM_RULE_DEFAULTS, CUSTOM_RULE_REQUIRED, DRAIN_METHODS, FAIL_SEVERITIES, RESTART_VALUES,
+    SERVICE_DEFAULTS, UNIT_TYPES)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.problems import FRAGMENT_PREFIX, POLICY_VAR
+
+SCHEMA_ID = "https://gpufleet.example/schema/policy/1.json"
+
+_DRIVER_VERSION = re.compile(r"^\d{3,4}\.\d{1,3}(\.\d{1,3})?$")
+_DRIVER_BRANCH = re.compile(r"^\d{3,4}$")
+_CUDA_VERSION = re.compile(r"^\d{1,2}\.\d{1,2}(\.\d{1,4})?$")
+_UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.@\\-]+$")
+_ARGUMENT = re.compile(r"^--?[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_RULE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_PACKAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+._-]*$")
+
+
+def unit_name(name):
+    """systemd reads "vllm" as "vllm.service"; the effective policy always holds the full unit name."""
+    suffix = name.rsplit(".", 1)[-1] if "." in name else ""
+    return name if suffix in UNIT_TYPES else name + ".service"
+
+
+SERVICE_SCHEMA = section({
+    "gpus": gpu_selection(),
+    "workers_per_gpu": integer(1, 1024, nullable=True),
+    "workers_env": text(ENV_NAME, "an environment variable name such as 'NUM_WORKERS'", nullable=True),
+    "workers_arg": text(_ARGUMENT, "a command-line option such as '--workers'", nullable=True),
+    "environment": environment(),
+    "alloc_conf": non_empty_text(nullable=True),
+    "mps": section({
+        "active_thread_percentage": integer(1, 100, nullable=True),
+        "pinned_device_mem_limit_mib": integer(1, nullable=True),
+    }),
+    "restart": choice((None,) + RESTART_VALUES),
+    "restart_sec": integer(0, 86400),
+    "start_limit_interval_sec": integer(0, 86400),
+    "start_limit_burst": integer(0, 1000),
+    "timeout_stop_sec": integer(1, 86400, nullable=True),
+    "runtime_max_sec": integer(60, nullable=True),
+    "recycle_calendar": non_empty_text(nullable=True),
+})
+
+CUSTOM_RULE_SCHEMA = section({
+    "layer": choice(LAYERS),
+    "severity": choice(SEVERITIES),
+    "scope": choice(("host", "gpu")),
+    "expression": jmespath_expression(),
+    "summary": non_empty_text(),
+    "action": non_empty_text(),
+    "fix": choice((None,) + FIX_ROLES),
+}, required=CUSTOM_RULE_REQUIRED)
+
+POLICY_SCHEMA = section({
+    "driver": section({
+        "pin": text(_DRIVER_VERSION, "a driver version such as '550.90.07'", nullable=True, hint_float="'550.90'"),
+        "branch": digits_text(_DRIVER_BRANCH, "a driver branch such as '550'", 100, 9999),
+        "allow_skew": boolean(),
+        "package": text(_PACKAGE_NAME, "a package name such as 'nvidia-driver'", nullable=True),
+        "rollout": section({
+            "batches": batch_list(),
+            "max_fail_percentage": number(0, 100),
+            "reboot": boolean(),
+            "force": boolean(),
+            "drain": section({
+                "method": choice(DRAIN_METHODS),
+                "command": non_empty_text(nullable=True),
+                "undrain_command": non_empty_text(nullable=True),
+                "delegate_to": non_empty_text(nullable=True),
+            }),
+        }),
+    }),
+    "cuda": section({
+        "toolkits_required": list_of(text(_CUDA_VERSION, "a CUDA version such as '12.4'", hint_float="'12.4'")),
+    }),
+    "gpus": section({"expected_count": integer(0, 64, nullable=True)}),
+    "thresholds": section({
+        "temperature_margin_c": integer(0, 60),
+        "memory_used_pct": number(1, 100),
+        "retired_pages_warning": integer(0),
+        "retired_pages_critical": integer(0),
+        "pcie_replay_warning": integer(0),
+        "aer_correctable_warning": integer(0),
+        "nvlink_errors_warning": integer(0),
+        "xid_window_hours": integer(1, 8760),
+        "vbios_mismatch": boolean(),
+    }),
+    "persistence_mode": boolean(nullable=True),
+    "compute_mode": choice((None, "default", "exclusive_process", "prohibited")),
+    "sharing": section({"mode": choice((None, "exclusive", "mps", "time_slicing", "mig"))}),
+    "mig": section({
+        "config": any_mapping(nullable=True),
+        "config_file": non_empty_text(nullable=True),
+        "selected": non_empty_text(nullable=True),
+        "allow_drain": boolean(),
+    }),
+    "container_runtime": section({"required": boolean()}),
+    "fabric_manager": section({"required": choice(("auto", True, False))}),
+    "workload": section({
+        "max_processes_per_gpu": integer(1, 1024, nullable=True),
+        "restart_policy_required": boolean(),
+        "services": named_list(SERVICE_SCHEMA, SERVICE_DEFAULTS, unit_name, _UNIT_NAME,
+                               "a systemd unit name such as 'vllm.service'"),
+    }),
+    "catalogs": section({table: any_mapping() for table in CATALOG_TABLES}),
+    "custom_rules": named_list(CUSTOM_RULE_SCHEMA, CUSTOM_RULE_DEFAULTS, str, _RULE_NAME,
+                               "a rule name of lower-case letters, digits and '_'"),
+    "report": section({"fail_severity": choice(FAIL_SEVERITIES), "accept_unreachable": boolean()}),
+    "remediation": section({"batch_size": batch_size()}),
+})
+
+
+def json_schema():
+    """JSON Schema (draft-07) of an inventory variables file (group_vars, host_vars): every gpufleet_policy
+    and gpufleet_policy_* variable in it must hold keys that POLICY_SCHEMA accepts; other variables are free."""
+    fragment = dict(POLICY_SCHEMA.json_value, description="A gpufleet policy fragment (docs/policy.md)")
+    fragment_names = "^%s(%s.+)?$" % (POLICY_VAR, FRAGMENT_PREFIX[len(POLICY_VAR):])
+    return {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "$id": SCHEMA_ID,
+        "title": "gpufleet policy in inventory variables",
+        "description": "Generated by tools/policy_schema.py from plugins/plugin_utils/policy/schema.py; "
+                       "do not edit. Validates the variables %s and %s* of a group_vars or host_vars file."
+                       % (POLICY_VAR, FRAGMENT_PREFIX),
+        "type": ["object", "null"],
+        "definitions": {"policy_fragment": fragment, "template": TEMPLATE},
+        "patternProperties": {fragment_names: {"$ref": "#/definitions/policy_fragment"}},
+    }
