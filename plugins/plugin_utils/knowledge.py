@@ -29,7 +29,7 @@ import re
 
 import yaml
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import FIX_ROLES, LAYERS, SEVERITIES
+from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import FIX_ROLES, LAYERS, SEVERITIES
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 TABLES = ("cuda_min_driver", "xid", "mig_profiles", "gpu_driver_support")

@@ -25,7 +25,7 @@ import yaml
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.bounded_data import (
     FileLimitError, expanded_size_problem, load as load_bounded_yaml, read_bounded_file, yaml_error_text)
-from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import FIX_ROLES, LAYERS, SEVERITIES
+from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import FIX_ROLES, LAYERS, SEVERITIES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_custom import expression_problem
 
 try:

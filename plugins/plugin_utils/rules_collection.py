@@ -38,7 +38,7 @@ def collection_incomplete(ctx):
     first = reasons[0] if reasons else "no reason recorded"
     if status == "failed":
         return [ctx.finding(
-            RULE_ID, "critical", None,
+            None,
             "NVIDIA hardware or software is present (%s) but no GPU facts could be read: %s"
             % (", ".join(sorted({line.split(" ", 1)[0] for line in evidence["nvidia_evidence"]})) or "seen", first),
             evidence,
@@ -46,7 +46,8 @@ def collection_incomplete(ctx):
             "has likely fallen off the bus (check dmesg for Xid 79); if it fails, reinstall or reload the driver; "
             "install nvidia-ml-py for the NVML backend. Then audit the host again.")]
     return [ctx.finding(
-        RULE_ID, "warning", None,
+        None,
         "The collection was partial (%d GPUs read): %s" % (len(ctx.gpus), first), evidence,
         "Findings of this host may be missing for what could not be read. Find why the named command or query "
-        "stopped (a hung GPU, a slow journal, a too short gpufleet_collect_timeout) and audit again.")]
+        "stopped (a hung GPU, a slow journal, a too short gpufleet_collect_timeout) and audit again.",
+        severity="warning")]

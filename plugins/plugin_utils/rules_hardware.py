@@ -209,10 +209,10 @@ def _xid_summary(ctx, number, counted, secondaries, gpu, bus):
     return text
 
 
-for _layer in LAYERS:
-    if _layer != "hardware":
-        declare_rule("%s.xid" % _layer, _layer, "warning",
-                     "Xid events the catalog puts in the %s layer (emitted by hardware.xid)" % _layer)
+# the rule of an Xid finding, by the catalog's layer of the Xid (hardware.xid itself is the one @rule below)
+_XID_RULES = {layer: declare_rule("%s.xid" % layer, layer, "warning",
+                                  "Xid events the catalog puts in the %s layer (emitted by hardware.xid)" % layer)
+              for layer in LAYERS if layer != "hardware"}
 
 
 @rule("hardware.xid", "hardware", "warning",
@@ -230,10 +230,10 @@ def xid_events(ctx):
             fix = info.get("fix") if info.get("fix") in FIX_ROLES else None
             severity = info.get("severity") if severity_rank(info.get("severity")) else "warning"
             findings.append(ctx.finding(
-                "%s.xid" % _xid_layer(info), severity, bus,
-                _xid_summary(ctx, number, events, secondaries, gpu, bus),
+                bus, _xid_summary(ctx, number, events, secondaries, gpu, bus),
                 _xid_evidence(ctx, number, events, secondaries, gpu),
-                info.get("action") or "Follow the Xid catalog's resolution for Xid %d." % number, fix=fix))
+                info.get("action") or "Follow the Xid catalog's resolution for Xid %d." % number,
+                severity=severity, fix=fix, rule=_XID_RULES.get(_xid_layer(info))))
     return findings
 
 
@@ -300,7 +300,7 @@ def gpu_lost(ctx):
                              "secondary": [{"xid": n, "count": ev.count} for n, ev in secondaries]})
         where = _lost_label(gpu, bus)
         findings.append(ctx.finding(
-            "hardware.gpu_lost", "critical", bus,
+            bus,
             "%s has fallen off the bus (%s)" % (where, ", ".join(shown_by)), evidence,
             "Drain the host and reboot it; if the GPU falls off again, check seating, PCIe riser and power, "
             "then hand it over for repair."))
@@ -317,7 +317,7 @@ def ecc_uncorrected(ctx, gpu):
     if not count:
         return ()
     return [ctx.finding(
-        "hardware.ecc_uncorrected", "critical", gpu,
+        gpu,
         "%s has %d uncorrected ECC errors since the last reset" % (gpu_label(gpu), count),
         {"volatile_uncorrected": count, "aggregate_uncorrected": ecc.get("aggregate_uncorrected"),
          "volatile_corrected": ecc.get("volatile_corrected"), "gpu_serial": gpu.get("serial")},
@@ -350,9 +350,9 @@ def retired_pages(ctx, gpu):
               if severity == "critical" else
               "Drain the GPU and reset it (nvidia-smi -r) or reboot to apply the pending retirement; watch the count.")
     return [ctx.finding(
-        "hardware.retired_pages", severity, gpu, "%s: %s" % (gpu_label(gpu), "; ".join(reasons)),
+        gpu, "%s: %s" % (gpu_label(gpu), "; ".join(reasons)),
         {"single_bit": single, "double_bit": double, "pending": pending, "total": total,
-         "warning_at": warn_at, "critical_at": crit_at, "gpu_serial": gpu.get("serial")}, action)]
+         "warning_at": warn_at, "critical_at": crit_at, "gpu_serial": gpu.get("serial")}, action, severity=severity)]
 
 
 @rule("hardware.row_remap", "hardware", "critical",
@@ -363,15 +363,15 @@ def row_remap(ctx, gpu):
                 "pending": rows.get("pending"), "failure": rows.get("failure"), "gpu_serial": gpu.get("serial")}
     if rows.get("failure"):
         return [ctx.finding(
-            "hardware.row_remap", "critical", gpu,
+            gpu,
             "%s: row remapping failed (%s uncorrectable rows remapped)" % (gpu_label(gpu), rows.get("uncorrectable")),
             evidence, "Drain the GPU and hand it over for repair: its memory can no longer remap bad rows.")]
     if rows.get("pending"):
         return [ctx.finding(
-            "hardware.row_remap", "warning", gpu,
+            gpu,
             "%s: a row remap waits for a GPU reset (%s uncorrectable, %s correctable rows remapped)"
             % (gpu_label(gpu), rows.get("uncorrectable"), rows.get("correctable")),
-            evidence, "Drain the GPU and reset it (nvidia-smi -r) or reboot to apply the remap.")]
+            evidence, "Drain the GPU and reset it (nvidia-smi -r) or reboot to apply the remap.", severity="warning")]
     return ()
 
 
@@ -388,11 +388,12 @@ def temperature(ctx, gpu):
         return ()
     severity = "critical" if now_c >= slowdown_c else "warning"
     return [ctx.finding(
-        "hardware.temperature", severity, gpu,
+        gpu,
         "%s at %d C, slowdown at %d C (shutdown %s C)" % (gpu_label(gpu), now_c, slowdown_c, temps.get("shutdown_c")),
         {"gpu_c": now_c, "slowdown_c": slowdown_c, "shutdown_c": temps.get("shutdown_c"),
          "margin_c": margin, "fan_speed_pct": gpu.get("fan_speed_pct")},
-        "Check cooling: fans, airflow, inlet temperature and blocked filters; compare with the other GPUs in the chassis.")]
+        "Check cooling: fans, airflow, inlet temperature and blocked filters; compare with the other GPUs in the chassis.",
+        severity=severity)]
 
 
 @rule("hardware.clock_events", "hardware", "warning",
@@ -407,14 +408,15 @@ def clock_events(ctx, gpu):
     if bad:
         severity = worst_severity(_BAD_CLOCK_EVENTS[name] for name in bad)
         return [ctx.finding(
-            "hardware.clock_events", severity, gpu, "%s is slowed down: %s" % (gpu_label(gpu), ", ".join(bad)),
+            gpu, "%s is slowed down: %s" % (gpu_label(gpu), ", ".join(bad)),
             evidence,
             "Thermal slowdown: check cooling. Power brake or hardware slowdown: check the power supplies and "
-            "cabling of the chassis (an external power brake signal), then the GPU itself.")]
+            "cabling of the chassis (an external power brake signal), then the GPU itself.", severity=severity)]
     if "sw_power_cap" in active:
         return [ctx.finding(
-            "hardware.clock_events", "info", gpu, "%s is held at its power cap (sw_power_cap)" % gpu_label(gpu),
-            evidence, "Nothing to do unless throughput is low: the GPU is drawing its full power limit.")]
+            gpu, "%s is held at its power cap (sw_power_cap)" % gpu_label(gpu),
+            evidence, "Nothing to do unless throughput is low: the GPU is drawing its full power limit.",
+            severity="info")]
     return ()
 
 
@@ -425,7 +427,7 @@ def power_limit(ctx, gpu):
     if limit is None or default is None or limit >= default - 0.5:
         return ()
     return [ctx.finding(
-        "hardware.power_limit", "warning", gpu,
+        gpu,
         "%s power limit %.0f W is below its default %.0f W" % (gpu_label(gpu), limit, default),
         {"limit_w": limit, "default_limit_w": default, "min_limit_w": power.get("min_limit_w"),
          "max_limit_w": power.get("max_limit_w")},
@@ -463,9 +465,9 @@ def pcie_link(ctx, gpu):
               "width loses bandwidth under load." if severity != "info" else
               "Nothing to do: an idle GPU lowers its PCIe generation to save power. Check again under load.")
     return [ctx.finding(
-        "hardware.pcie_link", severity, gpu, "%s PCIe link below maximum: %s" % (gpu_label(gpu), ", ".join(problems)),
+        gpu, "%s PCIe link below maximum: %s" % (gpu_label(gpu), ", ".join(problems)),
         {"gen_current": gen, "gen_max": gen_max, "width_current": width, "width_max": width_max, "idle": idle},
-        action)]
+        action, severity=severity)]
 
 
 @rule("hardware.pcie_aer", "hardware", "critical",
@@ -478,15 +480,16 @@ def pcie_aer(ctx, gpu):
     evidence = {"fatal": fatal, "nonfatal": nonfatal, "correctable": correctable, "correctable_warning": limit}
     if fatal or nonfatal:
         return [ctx.finding(
-            "hardware.pcie_aer", "critical", gpu,
+            gpu,
             "%s PCIe AER: %s fatal, %s non-fatal uncorrectable errors" % (gpu_label(gpu), fatal or 0, nonfatal or 0),
             evidence, "Drain the host; reseat the GPU and riser, check the slot, then run dcgmi diag -r 3. "
                       "Hand the card or board over for repair if errors return.")]
     if correctable is not None and limit is not None and correctable > limit:
         return [ctx.finding(
-            "hardware.pcie_aer", "warning", gpu,
+            gpu,
             "%s PCIe AER: %d correctable errors (warning above %d)" % (gpu_label(gpu), correctable, limit),
-            evidence, "Watch the count; if it keeps growing, reseat the GPU or riser at the next maintenance.")]
+            evidence, "Watch the count; if it keeps growing, reseat the GPU or riser at the next maintenance.",
+            severity="warning")]
     return ()
 
 
@@ -498,7 +501,7 @@ def pcie_replay(ctx, gpu):
     if count is None or limit is None or count <= limit:
         return ()
     return [ctx.finding(
-        "hardware.pcie_replay", "warning", gpu,
+        gpu,
         "%s PCIe replay counter %d (warning above %d)" % (gpu_label(gpu), count, limit),
         {"replay_counter": count, "replay_warning": limit},
         "Signal-integrity trouble on the link: reseat the GPU or riser and check the slot at the next maintenance.")]
@@ -516,11 +519,11 @@ def nvlink_inactive(ctx, gpu):
     if not down or not (up or baseboard):
         return ()
     return [ctx.finding(
-        "hardware.nvlink_inactive", "critical" if baseboard else "warning", gpu,
+        gpu,
         "%s: %d of %d NVLinks inactive (links %s)" % (gpu_label(gpu), len(down), len(links), ", ".join(map(str, down))),
         {"inactive_links": down, "active_links": up, "model_has_nvlink": baseboard},
         "Drain the host and reset the GPUs or reboot; if links stay down, check the NVLink bridges or baseboard "
-        "and hand it over for repair.")]
+        "and hand it over for repair.", severity="critical" if baseboard else "warning")]
 
 
 @rule("hardware.nvlink_errors", "hardware", "warning", "NVLink error counters at or above thresholds.nvlink_errors_warning",
@@ -538,7 +541,7 @@ def nvlink_errors(ctx, gpu):
         return ()
     total = sum(sum(counters.values()) for counters in per_link.values())
     return [ctx.finding(
-        "hardware.nvlink_errors", "warning", gpu,
+        gpu,
         "%s: %d NVLink errors on %d links" % (gpu_label(gpu), total, len(per_link)),
         {"links": per_link, "errors_warning": limit},
         "Watch the counters; if they grow, reset the GPU at the next maintenance and check the NVLink bridges or baseboard.")]
@@ -559,12 +562,13 @@ def gpu_count(ctx):
         return ()
     source = "policy gpus.expected_count" if from_policy else "what a %s node holds" % model
     return [ctx.finding(
-        "hardware.gpu_count", "critical" if from_policy else "warning", None,
+        None,
         "%d GPUs visible, %d expected (%s)" % (actual, expected, source),
         {"visible": actual, "expected": expected, "expected_from": "policy" if from_policy else "knowledge",
          "bus_ids": [gpu.get("pci_bus_id") for gpu in ctx.gpus]},
         "Check lspci -d 10de: for the missing GPUs and the kernel log for 'fallen off the bus'; reboot, then reseat "
-        "or hand over for repair. A VM or partial node with fewer GPUs: set gpus.expected_count in the policy.")]
+        "or hand over for repair. A VM or partial node with fewer GPUs: set gpus.expected_count in the policy.",
+        severity="critical" if from_policy else "warning")]
 
 
 @rule("hardware.vbios_mismatch", "hardware", "warning",
@@ -585,7 +589,7 @@ def vbios_mismatch(ctx):
         for gpu in gpus:
             if gpu["vbios_version"] != reference:
                 findings.append(ctx.finding(
-                    "hardware.vbios_mismatch", "warning", gpu,
+                    gpu,
                     "%s VBIOS %s differs from %s on the other %s GPUs"
                     % (gpu_label(gpu), gpu["vbios_version"], reference, model),
                     {"vbios_version": gpu["vbios_version"], "host_versions": dict(versions), "reference": reference},
