@@ -43,8 +43,9 @@ def collection_incomplete(ctx):
             % (", ".join(sorted({line.split(" ", 1)[0] for line in evidence["nvidia_evidence"]})) or "seen", first),
             evidence,
             "Nothing is known about this host's GPUs, so it is not healthy. Run nvidia-smi on it: if it hangs, a GPU "
-            "has likely fallen off the bus (check dmesg for Xid 79); if it fails, reinstall or reload the driver; "
-            "install nvidia-ml-py for the NVML backend. Then audit the host again.")]
+            "has likely fallen off the bus (check dmesg for Xid %s); if it fails, reinstall or reload the driver; "
+            "install nvidia-ml-py for the NVML backend. Then audit the host again."
+            % ", ".join(str(xid) for xid in sorted(ctx.knowledge.gpu_lost_xids())))]
     return [ctx.finding(
         None,
         "The collection was partial (%d GPUs read): %s" % (len(ctx.gpus), first), evidence,

@@ -10,10 +10,8 @@ from collections import Counter
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import declare_rule, gpu_label, rule
 from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import compare_versions, driver_branch
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_hardware import is_baseboard_model
 
 FABRIC_MANAGER_SERVICE = "fabricmanager"
-NVSWITCH_GPU_COUNT = 8
 
 
 def driver_version(ctx):
@@ -303,7 +301,8 @@ def fabric_manager_required(ctx):
     required = (ctx.policy.get("fabric_manager") or {}).get("required", "auto")
     if required != "auto":
         return bool(required)
-    return len(ctx.gpus) >= NVSWITCH_GPU_COUNT and any(is_baseboard_model(gpu.get("name")) for gpu in ctx.gpus)
+    return (len(ctx.gpus) >= ctx.knowledge.nvswitch_gpu_count
+            and any(ctx.knowledge.is_baseboard_model(gpu.get("name")) for gpu in ctx.gpus))
 
 
 @rule("driver.fabric_manager_down", "driver", "critical",

@@ -7,31 +7,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
-import re
 from collections import Counter
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import (
     FIX_ROLES, LAYERS, declare_rule, gpu_label, parse_time, rule, severity_rank, worst_severity)
-
-GPU_LOST_XID = 79
-
-# Models sold on NVSwitch baseboards (HGX/DGX): NVLink is part of the design and fabric
-# manager is needed with 8 of them. Product names as NVML reports them.
-_BASEBOARD_MODEL = re.compile(
-    r"SXM|H100 80GB HBM3|H800 80GB HBM3|^NVIDIA H200$|H200 141GB|^NVIDIA H20$|^NVIDIA B200|^NVIDIA B300", re.IGNORECASE)
-
-_BAD_CLOCK_EVENTS = {
-    "hw_thermal_slowdown": "critical",
-    "hw_power_brake_slowdown": "critical",
-    "hw_slowdown": "warning",
-    "sw_thermal_slowdown": "warning",
-}
-
-
-def is_baseboard_model(name):
-    """True for SXM / HGX models that come with NVLink and NVSwitch."""
-    return bool(name) and bool(_BASEBOARD_MODEL.search(name))
-
 
 def gpus_by_bus(ctx):
     return ctx.cached("gpus_by_bus", lambda c: {gpu.get("pci_bus_id"): gpu for gpu in c.gpus if gpu.get("pci_bus_id")})
@@ -224,7 +203,7 @@ def xid_events(ctx):
     for bus, entries in xid_groups(ctx).items():
         gpu = by_bus.get(bus)
         for number, events, secondaries in entries:
-            if number == GPU_LOST_XID:
+            if number in ctx.knowledge.gpu_lost_xids():
                 continue  # reported by hardware.gpu_lost
             info = xid_info(ctx.knowledge, number)
             fix = info.get("fix") if info.get("fix") in FIX_ROLES else None
@@ -240,7 +219,7 @@ def xid_events(ctx):
 # ---------------------------------------------------------------- lost GPUs
 
 def _lost_signals(ctx):
-    """bus id -> {"lost": bool, "gpu": record, "kernel_events": [...], "xid79": (events, secondaries)}"""
+    """bus id -> {"lost": bool, "gpu": record, "kernel_events": [...], "lost_xid": (xid, events, secondaries)}"""
     signals = {}
     unnamed = []
     for gpu in ctx.gpus:
@@ -253,8 +232,8 @@ def _lost_signals(ctx):
             signals.setdefault(event.get("pci_bus_id"), {}).setdefault("kernel_events", []).append(event)
     for bus, entries in xid_groups(ctx).items():
         for number, events, secondaries in entries:
-            if number == GPU_LOST_XID:
-                signals.setdefault(bus, {})["xid79"] = (events, secondaries)
+            if number in ctx.knowledge.gpu_lost_xids():
+                signals.setdefault(bus, {})["lost_xid"] = (number, events, secondaries)
     _pair_unnamed_lost_gpus(ctx, signals, unnamed)
     return signals
 
@@ -284,19 +263,19 @@ def gpu_lost(ctx):
     by_bus = gpus_by_bus(ctx)
     for bus, signal in sorted(_lost_signals(ctx).items(), key=lambda item: item[0] or ""):
         gpu = by_bus.get(bus) or signal.get("gpu")
-        xid79, secondaries = signal.get("xid79", (XidEvents([]), []))
+        lost_xid, lost_events, secondaries = signal.get("lost_xid", (None, XidEvents([]), []))
         shown_by = [name for name, present in (("lost to NVML/nvidia-smi", signal.get("lost")),
                                                ("kernel 'fallen off the bus'", signal.get("kernel_events")),
-                                               ("Xid 79", xid79.count)) if present]
+                                               ("Xid %s" % lost_xid, lost_events.count)) if present]
         evidence = {
             "lost": bool(signal.get("lost")),
             "kernel_messages": [_clip(event.get("message") or "") for event in signal.get("kernel_events", [])][:3],
             "gpu_index": gpu.get("index") if gpu else None,
             "gpu_serial": gpu.get("serial") if gpu else None,
         }
-        if xid79.count:
-            evidence.update({"xid": GPU_LOST_XID, "count": xid79.count,
-                             "last_time": xid79.events[-1].get("time") if xid79.events else None,
+        if lost_events.count:
+            evidence.update({"xid": lost_xid, "count": lost_events.count,
+                             "last_time": lost_events.events[-1].get("time") if lost_events.events else None,
                              "secondary": [{"xid": n, "count": ev.count} for n, ev in secondaries]})
         where = _lost_label(gpu, bus)
         findings.append(ctx.finding(
@@ -401,12 +380,12 @@ def temperature(ctx, gpu):
 def clock_events(ctx, gpu):
     reasons = gpu.get("clock_event_reasons") or {}
     active = reasons.get("active") or []
-    bad = [name for name in active if name in _BAD_CLOCK_EVENTS]
+    bad = [name for name in active if ctx.knowledge.clock_event_severity(name)]
     evidence = {"active": list(active), "mask": reasons.get("mask"),
                 "power_draw_w": (gpu.get("power") or {}).get("draw_w"),
                 "gpu_c": (gpu.get("temperature") or {}).get("gpu_c")}
     if bad:
-        severity = worst_severity(_BAD_CLOCK_EVENTS[name] for name in bad)
+        severity = worst_severity(ctx.knowledge.clock_event_severity(name) for name in bad)
         return [ctx.finding(
             gpu, "%s is slowed down: %s" % (gpu_label(gpu), ", ".join(bad)),
             evidence,
@@ -515,7 +494,7 @@ def nvlink_inactive(ctx, gpu):
     links = gpu.get("nvlinks") or []
     down = [link["link"] for link in links if link.get("active") is False]
     up = [link["link"] for link in links if link.get("active")]
-    baseboard = is_baseboard_model(gpu.get("name"))
+    baseboard = ctx.knowledge.is_baseboard_model(gpu.get("name"))
     if not down or not (up or baseboard):
         return ()
     return [ctx.finding(
