@@ -134,8 +134,6 @@ def list_rules():
     return [info.as_dict() for info in infos]
 
 
-
-
 def gpu_label(gpu):
     """'GPU 3 (0000:3b:00.0, NVIDIA H100 80GB HBM3)' for summaries."""
     if gpu is None:

@@ -27,9 +27,13 @@ __metaclass__ = type
 import functools
 import json
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge_tables import (  # noqa: F401 - re-exported
+from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge_tables import (
     TABLES, apply_overrides, branch_number, compare_versions, cuda_major, driver_branch, fail, normalize_architecture,
     normalize_product_name, parse_version, shipped_tables, toolkit_key, xid_number)
+
+# the version and name helpers are part of this module's interface (knowledge_tables.py defines them)
+__all__ = ["Knowledge", "load_knowledge", "overrides_key", "compare_versions", "cuda_major", "driver_branch",
+           "normalize_architecture", "normalize_product_name", "parse_version", "shipped_tables", "toolkit_key"]
 
 
 # ---------------------------------------------------------------- Knowledge

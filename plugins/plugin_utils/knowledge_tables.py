@@ -236,7 +236,7 @@ def _gpu_model_entry(name, entry, where, architectures):
     architecture = normalize_architecture(entry.get("architecture"))
     if architecture not in architectures:
         fail(where, "architecture must be one of %s, got %r"
-              % (", ".join(sorted(architectures)), entry.get("architecture")))
+             % (", ".join(sorted(architectures)), entry.get("architecture")))
     count = entry.get("gpus_per_node")
     if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
         fail(where, "gpus_per_node must be a positive integer or null, got %r" % (count,))
@@ -456,7 +456,6 @@ def _apply_mig_overrides(models, overrides):
             added[name] = entry
     added.update(kept)
     return added
-
 
 
 def apply_overrides(tables, overrides):

@@ -12,6 +12,7 @@ from collections import Counter
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import (
     FIX_ROLES, LAYERS, declare_rule, gpu_label, parse_time, rule, severity_rank, worst_severity)
 
+
 def gpus_by_bus(ctx):
     return ctx.cached("gpus_by_bus", lambda c: {gpu.get("pci_bus_id"): gpu for gpu in c.gpus if gpu.get("pci_bus_id")})
 
