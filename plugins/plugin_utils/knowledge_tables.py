@@ -410,36 +410,38 @@ def _apply_gpu_support_overrides(architectures, models, overrides):
         _check_keys(change, _ARCH_KEYS, item)
         merged.update(change)
         architectures[arch] = _arch_entry(arch, merged, item)
-    added = {}
-    kept = dict(models)
-    for name, change in _mapping(overrides.get("models"), where + ".models", "model name -> entry").items():
-        item = "%s.models[%r]" % (where, name)
-        if change is None:
-            kept.pop(name, None)
-            continue
-        _check_keys(change, _GPU_MODEL_KEYS, item)
-        merged = dict(kept[name][2]) if name in kept else {}
+
+    def build(name, merged, change, item):
         merged.update(change)
-        entry = _gpu_model_entry(name, merged, item, architectures)
-        if name in kept:
-            kept[name] = entry
-        else:
-            added[name] = entry
-    added.update(kept)   # models a user adds are matched before the shipped ones
-    return architectures, added
+        return _gpu_model_entry(name, merged, item, architectures)
+    changes = _mapping(overrides.get("models"), where + ".models", "model name -> entry")
+    return architectures, _merge_models(models, changes, where + ".models", _GPU_MODEL_KEYS, build)
 
 
-def _apply_mig_overrides(models, overrides):
-    where = "catalogs.mig_profiles"
+def _merge_models(models, changes, where, keys, build):
+    """The models with the overrides' changes: null removes a model; a change is merged into the model's source
+    by build(name, merged source, change, where) -> entry. Models a user adds are matched before the shipped ones."""
     kept = dict(models)
     added = {}
-    for name, change in _mapping(overrides, where, "model name -> model").items():
+    for name, change in changes.items():
         item = "%s[%r]" % (where, name)
         if change is None:
             kept.pop(name, None)
             continue
-        _check_keys(change, _MIG_MODEL_KEYS, item)
-        merged = dict(kept[name][2]) if name in kept else {}
+        _check_keys(change, keys, item)
+        entry = build(name, dict(kept[name][2]) if name in kept else {}, change, item)
+        if name in kept:
+            kept[name] = entry
+        else:
+            added[name] = entry
+    added.update(kept)
+    return added
+
+
+def _apply_mig_overrides(models, overrides):
+    where = "catalogs.mig_profiles"
+
+    def build(name, merged, change, item):
         profiles = dict(merged.get("profiles") or {})
         for pname, profile in _mapping(change.get("profiles"), item + ".profiles", "profile name -> profile").items():
             if profile is None:
@@ -449,13 +451,8 @@ def _apply_mig_overrides(models, overrides):
                 profiles[pname] = dict(profiles.get(pname) or {}, **profile)
         merged.update({k: v for k, v in change.items() if k != "profiles"})
         merged["profiles"] = profiles
-        entry = _mig_model_entry(name, merged, item)
-        if name in kept:
-            kept[name] = entry
-        else:
-            added[name] = entry
-    added.update(kept)
-    return added
+        return _mig_model_entry(name, merged, item)
+    return _merge_models(models, _mapping(overrides, where, "model name -> model"), where, _MIG_MODEL_KEYS, build)
 
 
 def apply_overrides(tables, overrides):
