@@ -13,6 +13,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import FIXABLE_ROLES
 from ansible_collections.gpufleet.core.plugins.modules.audit_report import ARGUMENT_SPEC
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit_run import accepted_unreachable, host_verdicts, run_audit
 from ansible_collections.gpufleet.core.plugins.plugin_utils.remediation import (
@@ -98,7 +99,7 @@ class ActionModule(ActionBase):
         display.display(text)
         result.update(changed=False, report_dir=run_dir, files=paths, run_status=report["run"]["status"],
                       findings_by_severity=report["summary"]["by_severity"], causes=len(report["causes"]),
-                      host_fixes=fixes_by_host(report))
+                      host_fixes=fixes_by_host(report), fixable_roles=list(FIXABLE_ROLES))
         record = None
         not_converged = []
         if args["compare_with"]:

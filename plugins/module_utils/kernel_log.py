@@ -24,6 +24,10 @@ import time
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
     add_error, normalize_pci_bus_id, printable)
 
+# The Xid that says a GPU fell off the bus. The controller's Xid catalog (plugin_utils/data/xid_catalog.yml,
+# gpu_lost) is not shipped to hosts, so the collector names it here; a unit test keeps the two the same.
+GPU_LOST_XID = 79
+
 _MONTHS = {name: number for number, name in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
 _MONTH_ALT = "|".join(_MONTHS)
@@ -405,7 +409,7 @@ def parse_kernel_log(text, now=None, window_seconds=None, boot_time=None):
 
 
 def _without_fallen_of_xid79(xid_events, kernel_events):
-    fallen_with_xid = set(event["pci_bus_id"] for event in xid_events if event["xid"] == 79)
+    fallen_with_xid = set(event["pci_bus_id"] for event in xid_events if event["xid"] == GPU_LOST_XID)
     if not fallen_with_xid:
         return kernel_events
     return [event for event in kernel_events
@@ -514,7 +518,7 @@ class EventBounds:
 
     def _final_groups(self):
         """Without the 'fallen off the bus' of a GPU that has an Xid 79: the Xid already says it."""
-        fallen_with_xid = set(key[2] for key in self._groups if key[0] == "xid" and key[1] == 79)
+        fallen_with_xid = set(key[2] for key in self._groups if key[0] == "xid" and key[1] == GPU_LOST_XID)
         return [group for key, group in self._groups.items()
                 if not (key[0] == "fallen_off_bus" and key[2] in fallen_with_xid)]
 

@@ -190,6 +190,13 @@ stats:
   sample: {"run_id": "20261130T060000Z", "run_status": "complete", "failed_threshold": true,
            "findings_by_severity": {"critical": 2, "warning": 11, "info": 3}, "hosts_failing": ["gpu-a100-03"],
            "hosts_not_audited": [], "hosts": {"total": 16, "ok": 16, "unreachable": 0, "failed": 0}}
+fixable_roles:
+  description:
+    - The roles C(remediate.yml) can run, in the order it runs them (also the C(--tags) that select them by hand).
+  returned: always
+  type: list
+  elements: str
+  sample: [driver, gpu_settings, mig_layout, worker_limits, restart_policy]
 remediation:
   description: With O(compare_with), the counts of cleared, remaining and new findings.
   returned: when O(compare_with) is set
@@ -198,6 +205,7 @@ remediation:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import FAIL_SEVERITIES
 
 # Also the action plugin's argument spec: one definition for both.
 ARGUMENT_SPEC = {
@@ -212,7 +220,7 @@ ARGUMENT_SPEC = {
     "scope_hosts": {"type": "list", "elements": "str"},
     "scope_pattern": {"type": "str"},
     "limit": {"type": "str"},
-    "fail_severity": {"type": "str", "choices": ["critical", "warning", "info", "none"]},
+    "fail_severity": {"type": "str", "choices": list(FAIL_SEVERITIES)},
     "host_lines": {"type": "int", "default": 200},
     "compare_with": {"type": "path"},
     "not_converged_var": {"type": "str", "default": "gpufleet_remediation_failed"},

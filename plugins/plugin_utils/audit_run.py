@@ -13,15 +13,20 @@ import os
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.correlate import correlate
 from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_fleet, rules_run
-from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import SEVERITIES, make_finding, severity_rank
+from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
+    DEFAULT_FAIL_SEVERITY, FAIL_SEVERITIES, NO_FAILURE)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.collection_version import VERSION
+from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import rule_declaration, severity_rank
 from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import collection_status, summary_line
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import (
     FACTS_MODE, facts_file_names, write_atomically, write_reports)
 
-TOOL_VERSION = "0.1.0"
-NO_FAILURE = "none"
-UNREACHABLE_RULE = "hardware.host_unreachable"
+TOOL_VERSION = VERSION
+# a rule of the run, not of the facts: listed in rules_run only when the policy accepts unreachable hosts
+UNREACHABLE = rule_declaration("hardware.host_unreachable", "hardware", "warning",
+                               "A host the policy accepts as unreachable (report.accept_unreachable)")
+UNREACHABLE_RULE = UNREACHABLE.id
 # what each host's verdict means for the playbook (playbooks/tasks/audit.yml, gpufleet.core.audit_verdict)
 VERDICT_OK = "ok"
 VERDICT_FAIL = "fail"
@@ -49,8 +54,8 @@ def host_status(host, result, facts_dir, file_name=None):
 
 
 def unreachable_finding(host, entry):
-    return make_finding(
-        UNREACHABLE_RULE, "hardware", "warning", host, None,
+    return UNREACHABLE.finding(
+        host, None,
         "%s could not be reached; its GPUs were not audited (the policy accepts unreachable hosts)" % host,
         {"message": entry.get("message")},
         "Check that the host is up and reachable over its connection (ssh, network, credentials), then audit again.")
@@ -124,7 +129,7 @@ def strictest_fail_severity(policies):
     chosen = [policy["report"]["fail_severity"] for policy in policies]
     failing = [severity for severity in chosen if severity != NO_FAILURE]
     if not failing:
-        return NO_FAILURE if chosen else "critical"
+        return NO_FAILURE if chosen else DEFAULT_FAIL_SEVERITY
     return min(failing, key=severity_rank)
 
 
@@ -150,16 +155,15 @@ def run_audit(results, host_policies, run_dir, report_root, started_at, fail_sev
     distinct = list({id(policy): policy for policy in host_policies.values()}.values())
     if fail_severity is None:
         fail_severity = strictest_fail_severity(distinct)
-    allowed = SEVERITIES + (NO_FAILURE,)
-    if fail_severity not in allowed:
-        raise ValueError("fail_severity must be one of %s, not %r" % (", ".join(allowed), fail_severity))
+    if fail_severity not in FAIL_SEVERITIES:
+        raise ValueError("fail_severity must be one of %s, not %r" % (", ".join(FAIL_SEVERITIES), fail_severity))
     run = {
         "id": os.path.basename(os.path.normpath(run_dir)),
         "started_at": started_at,
         "finished_at": utc_now(),
         "tool_version": TOOL_VERSION,
         # the report counts a threshold only among real severities; 'none' is checked here
-        "fail_severity": "critical" if fail_severity == NO_FAILURE else fail_severity,
+        "fail_severity": DEFAULT_FAIL_SEVERITY if fail_severity == NO_FAILURE else fail_severity,
         "policy_errors": [],
         "rules_run": rules_run(distinct) + ([UNREACHABLE_RULE] if accepted else []),
     }

@@ -23,10 +23,10 @@ __metaclass__ = type
 
 import math
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import knowledge_loader
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import at_or_above, worst_severity
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_workload import processes_per_device, worker_limit
 
-APP_XIDS = (13, 31, 43)
 DRIVER_MIN_HOSTS = 2
 DRIVER_MIN_SHARE = 0.3
 DISTINCT_CARDS_MIN = 3
@@ -40,12 +40,14 @@ DRIVER_SYMPTOM_RULES = ("driver.kernel_userspace_mismatch", "driver.gpu_unsuppor
 MEMORY_RULE = "workload.memory_near_full"
 
 
-def correlate(facts_by_host, findings_by_host, policies=None):
-    """Likely causes, worst first: [{"id", "kind", "layer", "severity", "summary", "hosts", "evidence", "action"}]."""
+def correlate(facts_by_host, findings_by_host, policies=None, knowledge_for=None):
+    """Likely causes, worst first: [{"id", "kind", "layer", "severity", "summary", "hosts", "evidence", "action"}].
+
+    knowledge_for: policy -> Knowledge (diagnose.knowledge_loader(), the default), for the application Xids."""
     policies = policies or {}
     fleet = FleetGroups(facts_by_host)
     causes = []
-    causes.extend(workload_causes(facts_by_host, findings_by_host, policies))
+    causes.extend(workload_causes(facts_by_host, findings_by_host, policies, knowledge_for or knowledge_loader()))
     causes.extend(driver_causes(facts_by_host, findings_by_host, fleet))
     causes.extend(card_causes(findings_by_host, fleet))
     return causes
@@ -75,8 +77,8 @@ def _few(items, limit=5):
 
 # ---------------------------------------------------------------- workload
 
-def _is_workload_error(finding):
-    if _xid(finding) in APP_XIDS:
+def _is_workload_error(finding, application_xids):
+    if _xid(finding) in application_xids:
         return True
     return finding.get("rule") == MEMORY_RULE and at_or_above(finding.get("severity"), "warning")
 
@@ -96,10 +98,12 @@ def _crowded(facts, policy):
     return most > limit if limit else most >= 2
 
 
-def workload_causes(facts_by_host, findings_by_host, policies):
+def workload_causes(facts_by_host, findings_by_host, policies, knowledge_for):
     errors = {}
     for host, findings in findings_by_host.items():
-        hits = [finding for finding in findings if _is_workload_error(finding) and not _explained(finding)]
+        application_xids = knowledge_for(policies.get(host)).application_xids()
+        hits = [finding for finding in findings
+                if _is_workload_error(finding, application_xids) and not _explained(finding)]
         if hits:
             errors[host] = hits
     if not errors:

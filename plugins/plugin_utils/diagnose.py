@@ -15,15 +15,13 @@ import json
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils import (
     rules_collection, rules_driver, rules_hardware, rules_scheduling, rules_workload)
-from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import (
-    LAYERS, RULES, Context, list_rules, parse_time)
+from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYER_ORDER
+from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import RULES, Context, list_rules, parse_time
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_custom import compile_custom_rules, run_custom_rules
 
 # Rules that still apply when no NVIDIA stack answered (a driver/library mismatch makes NVML fail; a
 # collector that did not answer on a host with NVIDIA hardware is a failed collection).
 ABSENT_STACK_RULES = ("driver.kernel_userspace_mismatch", "driver.nvidia_absent", rules_collection.RULE_ID)
-
-_LAYER_ORDER = {layer: position for position, layer in enumerate(LAYERS)}
 
 # Importing a rules module registers its rules.
 RULE_MODULES = (rules_collection, rules_driver, rules_hardware, rules_scheduling, rules_workload)
@@ -31,7 +29,7 @@ RULE_MODULES = (rules_collection, rules_driver, rules_hardware, rules_scheduling
 
 def _checks(scope):
     infos = sorted((info for info in RULES.values() if info.scope == scope and info.check is not None),
-                   key=lambda info: (_LAYER_ORDER[info.layer], info.id))
+                   key=lambda info: (LAYER_ORDER[info.layer], info.id))
     return tuple(info.check for info in infos)
 
 

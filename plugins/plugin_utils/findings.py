@@ -3,20 +3,19 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Findings as data, the four layers, severities, and the registry of rules.
 
-A finding is a plain dict (see make_finding). Every rule registers here with its id,
-layer, default severity and remediation role, so reports can list the rules that ran.
+A finding is a plain dict (see make_finding). Every rule declares its id, layer, default severity
+and remediation role once, here (@rule or declare_rule), so reports can list the rules that ran and
+its findings take them from the declaration (Context.finding, RuleInfo.finding).
 """
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+import functools
 
-LAYERS = ("hardware", "driver", "scheduling", "workload")
-SEVERITIES = ("critical", "warning", "info")
-FIX_ROLES = ("worker_limits", "restart_policy", "gpu_settings", "mig_layout", "driver")
-
-_RANK = {"critical": 3, "warning": 2, "info": 1}
+from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
+    FIX_ROLES, LAYER_ORDER, LAYERS, SEVERITIES, SEVERITY_RANK)
 
 # rule scopes: "host" rules are called once with the context, "gpu" rules once per GPU,
 # "fleet" rules run in diagnose_fleet across hosts, "emitted" ids are produced by another rule.
@@ -39,7 +38,7 @@ def make_finding(rule, layer, severity, host, gpu, summary, evidence, action, fi
 
 def severity_rank(severity):
     """critical=3, warning=2, info=1; anything else 0."""
-    return _RANK.get(severity, 0)
+    return SEVERITY_RANK.get(severity, 0)
 
 
 def at_or_above(severity, threshold):
@@ -52,6 +51,9 @@ def worst_severity(severities, default="info"):
         if worst is None or severity_rank(severity) > severity_rank(worst):
             worst = severity
     return worst or default
+
+
+DECLARED = object()  # fix=DECLARED: the role the rule declares
 
 
 class RuleInfo:
@@ -72,6 +74,14 @@ class RuleInfo:
         return {"id": self.id, "layer": self.layer, "severity": self.severity, "fix": self.fix,
                 "title": self.title, "scope": self.scope}
 
+    def finding(self, host, gpu, summary, evidence, action, severity=None, fix=DECLARED):
+        """A finding of this rule; severity None: the declared one; fix: the declared role unless given
+        (None: no role); gpu is a gpu record, a bus id or None."""
+        if isinstance(gpu, dict):
+            gpu = gpu.get("pci_bus_id")
+        return make_finding(self.id, self.layer, severity or self.severity, host, gpu, summary, evidence, action,
+                            self.fix if fix is DECLARED else fix)
+
 
 RULES = {}
 
@@ -89,33 +99,39 @@ def _check_declaration(rule_id, layer, severity, fix, scope):
         raise ValueError("rule %s: id must start with its layer %s" % (rule_id, layer))
 
 
+def rule_declaration(rule_id, layer, severity, title, fix=None, scope="emitted", check=None):
+    """A checked RuleInfo that is not registered (a rule of the run itself, not of the facts)."""
+    _check_declaration(rule_id, layer, severity, fix, scope)
+    return RuleInfo(rule_id, layer, severity, fix, title, scope, check)
+
+
 def declare_rule(rule_id, layer, severity, title, fix=None, scope="emitted", check=None):
     """Adds a rule id to the registry; returns its RuleInfo."""
-    _check_declaration(rule_id, layer, severity, fix, scope)
-    info = RuleInfo(rule_id, layer, severity, fix, title, scope, check)
-    RULES[rule_id] = info
+    info = RULES[rule_id] = rule_declaration(rule_id, layer, severity, title, fix, scope, check)
     return info
 
 
 def rule(rule_id, layer, severity, title, fix=None, scope="host"):
-    """Decorator: registers a check function under rule_id.
+    """Decorator: registers a check function under rule_id; the check's ctx.finding() emits this rule.
 
     scope "host": check(ctx) -> findings; scope "gpu": check(ctx, gpu) -> findings.
     """
     def register(check):
-        declare_rule(rule_id, layer, severity, title, fix=fix, scope=scope, check=check)
-        return check
+        info = declare_rule(rule_id, layer, severity, title, fix=fix, scope=scope)
+
+        @functools.wraps(check)
+        def run(ctx, *gpu):
+            ctx.rule = info
+            return check(ctx, *gpu)
+        info.check = run
+        return run
     return register
 
 
 def list_rules():
     """Every registered rule as dicts, in layer order then id."""
-    order = {layer: position for position, layer in enumerate(LAYERS)}
-    infos = sorted(RULES.values(), key=lambda info: (order[info.layer], info.id))
+    infos = sorted(RULES.values(), key=lambda info: (LAYER_ORDER[info.layer], info.id))
     return [info.as_dict() for info in infos]
-
-
-_REGISTERED_FIX = object()
 
 
 def gpu_label(gpu):
@@ -131,7 +147,7 @@ class Context:
     `plan` holds what diagnose prepared once per policy (compiled custom rules, the MIG config).
     """
 
-    __slots__ = ("host", "facts", "policy", "knowledge", "now", "plan", "gpus", "thresholds", "_cache")
+    __slots__ = ("host", "facts", "policy", "knowledge", "now", "plan", "gpus", "thresholds", "rule", "_cache")
 
     def __init__(self, host, facts, policy, knowledge, now, plan=None):
         self.host = host
@@ -142,6 +158,7 @@ class Context:
         self.plan = plan
         self.gpus = facts.get("gpus") or []
         self.thresholds = policy.get("thresholds") or {}
+        self.rule = None  # the RuleInfo of the check that runs (set by @rule)
         self._cache = {}
 
     def cached(self, key, compute):
@@ -152,14 +169,10 @@ class Context:
             value = self._cache[key] = compute(self)
             return value
 
-    def finding(self, rule_id, severity, gpu, summary, evidence, action, fix=_REGISTERED_FIX):
-        """A finding of a registered rule; gpu is a gpu record, a bus id or None."""
-        info = RULES[rule_id]
-        if isinstance(gpu, dict):
-            gpu = gpu.get("pci_bus_id")
-        if fix is _REGISTERED_FIX:
-            fix = info.fix
-        return make_finding(rule_id, info.layer, severity or info.severity, self.host, gpu, summary, evidence, action, fix)
+    def finding(self, gpu, summary, evidence, action, severity=None, fix=DECLARED, rule=None):
+        """A finding of the running check's rule (or of `rule`, a RuleInfo the check emits), on this host;
+        severity, layer and fix come from the declaration unless given (see RuleInfo.finding)."""
+        return (rule or self.rule).finding(self.host, gpu, summary, evidence, action, severity, fix)
 
 
 def parse_time(value):

@@ -8,8 +8,10 @@
     knowledge.driver_supports_gpu("590.44.01", "NVIDIA GeForce GT 1030", "pascal") -> (False, "...")
     knowledge.xid(79)["action"]                        -> "Drain the node and reboot it; ..."
     knowledge.mig_model("NVIDIA A100-SXM4-80GB")["profiles"]["3g.40gb"]["placements"]
+    knowledge.gpu_lost_xids(), knowledge.application_xids()          -> {79}, {13, 31, 43}
+    knowledge.is_baseboard_model("NVIDIA H100 80GB HBM3"), knowledge.clock_event_severity("hw_slowdown")
 
-The YAML files are read once per process; a Knowledge is built once per distinct set of
+The tables (knowledge_tables.py) are read once per process; a Knowledge is built once per distinct set of
 overrides. Everything a Knowledge returns is shared: treat it as read-only (xid() returns a copy).
 
 Overrides (policy catalogs), each table optional:
@@ -24,432 +26,14 @@ __metaclass__ = type
 
 import functools
 import json
-import os
-import re
 
-import yaml
+from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge_tables import (
+    TABLES, apply_overrides, branch_number, compare_versions, cuda_major, driver_branch, fail, normalize_architecture,
+    normalize_product_name, parse_version, shipped_tables, toolkit_key, xid_number)
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import FIX_ROLES, LAYERS, SEVERITIES
-
-DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
-TABLES = ("cuda_min_driver", "xid", "mig_profiles", "gpu_driver_support")
-
-_VERSION_RE = re.compile(r"^\s*[vVrR]?(\d+(?:\.\d+)*)\s*$")
-_PROFILE_NAME_RE = re.compile(r"^\d+g\.\d+gb([+-][a-z]+(\.[a-z]+)*)*$")
-_NAME_PREFIXES = ("NVIDIA ", "TESLA ")
-_ARCH_ALIASES = {"ada lovelace": "ada", "lovelace": "ada"}
-
-_XID_KEYS = frozenset(("name", "mnemonic", "layer", "severity", "action", "fix", "secondary", "follows",
-                       "follows_any", "bucket", "current", "basis", "description", "note"))
-_XID_REQUIRED = ("name", "layer", "severity", "action")
-_GPU_MODEL_KEYS = frozenset(("names", "architecture", "first_branch", "gpus_per_node", "pci_device_ids",
-                             "mig_min_driver", "requires_open_modules", "unverified", "assumed", "note"))
-_ARCH_KEYS = frozenset(("compute_capability", "first_branch", "last_branch", "last_cuda", "unverified",
-                        "assumed", "note"))
-_MIG_MODEL_KEYS = frozenset(("names", "pci_device_ids", "compute_slices", "memory_slices", "min_driver",
-                             "placements_checked", "assumed", "note", "profiles"))
-_MIG_PROFILE_KEYS = frozenset(("id", "compute_slices", "memory_slices", "max_instances", "starts", "size",
-                               "placements", "since_branch", "note"))
-
-
-# ---------------------------------------------------------------- versions
-
-def parse_version(version):
-    """'550.90.07' -> (550, 90, 7); 'R580' -> (580,); None for anything that is not a version."""
-    if isinstance(version, bool) or version is None:
-        return None
-    if isinstance(version, int):
-        return (version,) if version >= 0 else None
-    match = _VERSION_RE.match(str(version))
-    if not match:
-        return None
-    return tuple(int(part) for part in match.group(1).split("."))
-
-
-def compare_versions(a, b):
-    """-1, 0 or 1, comparing part by part as numbers (550.100.01 > 550.90.07; 570.26 == 570.26.0)."""
-    left, right = parse_version(a), parse_version(b)
-    if left is None or right is None:
-        raise ValueError("not a version: %r" % (a if left is None else b))
-    width = max(len(left), len(right))
-    left += (0,) * (width - len(left))
-    right += (0,) * (width - len(right))
-    return (left > right) - (left < right)
-
-
-def driver_branch(version):
-    """'550.90.07' -> '550' (also 'R550' -> '550'); None when it is not a version."""
-    parsed = parse_version(version)
-    return str(parsed[0]) if parsed else None
-
-
-def _branch_number(version):
-    parsed = parse_version(version)
-    return parsed[0] if parsed else None
-
-
-def toolkit_key(version):
-    """CUDA toolkit version -> (major, minor, patch or None); also takes NVML's 12040 form."""
-    if isinstance(version, int) and not isinstance(version, bool) and version >= 1000:
-        return (version // 1000, (version % 1000) // 10, None)
-    parsed = parse_version(version)
-    if not parsed or len(parsed) < 2:
-        return None
-    return (parsed[0], parsed[1], parsed[2] if len(parsed) > 2 else None)
-
-
-def cuda_major(version):
-    """12, "12", "12.4.1" and 12040 (NVML form) -> 12; None when it is not a version."""
-    if isinstance(version, int) and not isinstance(version, bool) and version >= 1000:
-        return version // 1000
-    parsed = parse_version(version)
-    return parsed[0] if parsed else None
-
-
-# ---------------------------------------------------------------- names
-
-def normalize_product_name(name):
-    """'NVIDIA  A100-SXM4-80GB' -> 'A100-SXM4-80GB'; 'Tesla T4' -> 'T4' (upper case, single spaces)."""
-    text = " ".join(str(name or "").upper().split())
-    for prefix in _NAME_PREFIXES:
-        if text.startswith(prefix):
-            text = text[len(prefix):]
-    return text
-
-
-def normalize_architecture(architecture):
-    """'Ada Lovelace' -> 'ada', 'Hopper + Grace' -> 'hopper', 'hopper' -> 'hopper'; None stays None."""
-    text = " ".join(str(architecture or "").lower().split())
-    if not text or text in ("n/a", "unknown"):
-        return None
-    return _ARCH_ALIASES.get(text, text.split()[0])
-
-
-def _compile_names(patterns, where):
-    try:
-        return re.compile("|".join("(?:%s)" % pattern for pattern in patterns), re.IGNORECASE)
-    except re.error as exc:
-        raise ValueError("%s: bad name pattern: %s" % (where, exc))
-
-
-# ---------------------------------------------------------------- shipped data
-
-def _read_data(filename):
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    with open(os.path.join(DATA_DIR, filename)) as handle:
-        return yaml.load(handle, Loader=loader)
-
-
-@functools.lru_cache(maxsize=1)
-def shipped_tables():
-    """The data files, read once per process, in the shape Knowledge works with."""
-    cuda = _read_data("cuda_driver.yml")
-    support = _read_data("gpu_driver_support.yml")
-    xids = _read_data("xid_catalog.yml")
-    mig = _read_data("mig_profiles.yml")
-    architectures = {name: _arch_entry(name, entry, "gpu_driver_support.architectures.%s" % name)
-                     for name, entry in support["architectures"].items()}
-    return {
-        "cuda_releases": _cuda_releases(cuda),
-        "cuda_compat": {int(major): entry["min_driver"] for major, entry in cuda["minor_version_compatibility"].items()},
-        "architectures": architectures,
-        "architecture_by_name": [(arch, _compile_names([pattern], "gpu_driver_support.architecture_by_name"))
-                                 for arch, pattern in support["architecture_by_name"]],
-        "gpu_models": {name: _gpu_model_entry(name, entry, "gpu_driver_support.models.%s" % name, architectures)
-                       for name, entry in support["models"].items()},
-        "xid_actions": dict(xids["actions"]),
-        "xids": {int(number): _xid_entry(int(number), entry, xids["actions"], "xid.%s" % number)
-                 for number, entry in xids["xids"].items()},
-        "mig_models": {name: _mig_model_entry(name, entry, "mig_profiles.%s" % name)
-                       for name, entry in mig["models"].items()},
-    }
-
-
-def _cuda_releases(cuda):
-    """{(major, minor): [(patch, {"min_driver", "ga"}), ...] by patch}; a row without a patch sorts first."""
-    releases = {}
-    for version, entry in cuda["releases"].items():
-        major, minor, patch = toolkit_key(version)
-        row = {"min_driver": entry.get("min_driver"), "ga": entry.get("release", "").endswith(" GA")}
-        releases.setdefault((major, minor), []).append((-1 if patch is None else patch, row))
-    for rows in releases.values():
-        rows.sort(key=lambda item: item[0])
-    return releases
-
-
-# ---------------------------------------------------------------- entry builders (shared by data and overrides)
-
-def _fail(where, message):
-    raise ValueError("%s: %s" % (where, message))
-
-
-def _mapping(value, where, what):
-    """The overrides' mapping (None counts as empty); anything else is an error naming `where`."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        _fail(where, "must be a mapping of %s, got %s" % (what, type(value).__name__))
-    return value
-
-
-def _check_keys(entry, allowed, where):
-    if not isinstance(entry, dict):
-        _fail(where, "must be a mapping, got %s" % type(entry).__name__)
-    unknown = sorted(set(entry) - allowed)
-    if unknown:
-        _fail(where, "unknown key %r (allowed: %s)" % (unknown[0], ", ".join(sorted(allowed))))
-
-
-def _branch_value(value, where, key):
-    if value is None:
-        return None
-    number = _branch_number(value)
-    if number is None:
-        _fail(where, "%s must be a driver branch such as \"550\", got %r" % (key, value))
-    return str(number)
-
-
-def _arch_entry(name, entry, where):
-    _check_keys(entry, _ARCH_KEYS, where)
-    result = dict(entry)
-    result["name"] = name
-    result["compute_capability"] = [str(cc) for cc in entry.get("compute_capability") or []]
-    result["first_branch"] = _branch_value(entry.get("first_branch"), where, "first_branch")
-    result["last_branch"] = _branch_value(entry.get("last_branch"), where, "last_branch")
-    return result
-
-
-def _check_names(entry, where):
-    names = entry.get("names")
-    if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
-        _fail(where, "names must be a non-empty list of product-name patterns")
-    return names
-
-
-def _gpu_model_entry(name, entry, where, architectures):
-    _check_keys(entry, _GPU_MODEL_KEYS, where)
-    names = _check_names(entry, where)
-    architecture = normalize_architecture(entry.get("architecture"))
-    if architecture not in architectures:
-        _fail(where, "architecture must be one of %s, got %r"
-              % (", ".join(sorted(architectures)), entry.get("architecture")))
-    count = entry.get("gpus_per_node")
-    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
-        _fail(where, "gpus_per_node must be a positive integer or null, got %r" % (count,))
-    model = {k: v for k, v in entry.items() if k != "names"}
-    model.update(model=name, names=list(names), architecture=architecture, gpus_per_node=count,
-                 first_branch=_branch_value(entry.get("first_branch"), where, "first_branch"))
-    return model, _compile_names(names, where), dict(entry)
-
-
-def _xid_entry(number, entry, actions, where):
-    _check_keys(entry, _XID_KEYS, where)
-    for key in _XID_REQUIRED:
-        if not entry.get(key):
-            _fail(where, "%s is required" % key)
-    if entry["layer"] not in LAYERS:
-        _fail(where, "layer must be one of %s, got %r" % (", ".join(LAYERS), entry["layer"]))
-    if entry["severity"] not in SEVERITIES:
-        _fail(where, "severity must be one of %s, got %r" % (", ".join(SEVERITIES), entry["severity"]))
-    if entry.get("fix") is not None and entry["fix"] not in FIX_ROLES:
-        _fail(where, "fix must be null or one of %s, got %r" % (", ".join(FIX_ROLES), entry["fix"]))
-    if not isinstance(entry["action"], str):
-        _fail(where, "action must be text or one of the action keys")
-    follows = entry.get("follows") or []
-    if not isinstance(follows, list) or not all(_xid_number(f) is not None for f in follows):
-        _fail(where, "follows must be a list of Xid numbers, got %r" % (follows,))
-    for flag in ("secondary", "follows_any", "current"):
-        if flag in entry and not isinstance(entry[flag], bool):
-            _fail(where, "%s must be true or false, got %r" % (flag, entry[flag]))
-    result = {
-        "xid": number,
-        "name": entry["name"],
-        "layer": entry["layer"],
-        "severity": entry["severity"],
-        "action": actions.get(entry["action"], entry["action"]),
-        "fix": entry.get("fix"),
-        "secondary": bool(entry.get("secondary", False)),
-        "follows": [_xid_number(f) for f in follows],
-        "follows_any": bool(entry.get("follows_any", False)),
-        "description": entry.get("description") or entry["name"],
-    }
-    for key in ("mnemonic", "bucket", "basis", "note"):
-        if entry.get(key) is not None:
-            result[key] = entry[key]
-    result["current"] = entry.get("current", True)
-    result["_source"] = dict(entry)
-    return result
-
-
-def _xid_number(value):
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if value > 0 else None
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
-
-
-def _placements_of(profile, where):
-    if "placements" in profile:
-        placements = profile["placements"]
-        if not isinstance(placements, list) or not all(
-                isinstance(p, dict) and set(p) == {"start", "size"} for p in placements):
-            _fail(where, "placements must be a list of {start, size}")
-        return [{"start": p["start"], "size": p["size"]} for p in placements]
-    starts, size = profile.get("starts"), profile.get("size")
-    if not isinstance(starts, list) or size is None:
-        _fail(where, "needs placements ([{start, size}]) or starts and size")
-    return [{"start": start, "size": size} for start in starts]
-
-
-def _mig_profile_entry(name, profile, memory_slices, compute_slices, where):
-    _check_keys(profile, _MIG_PROFILE_KEYS, where)
-    if not _PROFILE_NAME_RE.match(name):
-        _fail(where, "not a MIG profile name like 3g.40gb or 1g.10gb+me")
-    for key in ("id", "compute_slices", "memory_slices", "max_instances"):
-        value = profile.get(key)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            _fail(where, "%s must be a non-negative integer, got %r" % (key, value))
-    if profile["compute_slices"] > compute_slices:
-        _fail(where, "compute_slices %d exceeds the model's %d" % (profile["compute_slices"], compute_slices))
-    placements = _placements_of(profile, where)
-    for placement in placements:
-        start, size = placement["start"], placement["size"]
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, size)) or size < 1 \
-                or start < 0 or start + size > memory_slices:
-            _fail(where, "placement %r does not fit %d memory slices" % (placement, memory_slices))
-    result = {"id": profile["id"], "compute_slices": profile["compute_slices"],
-              "memory_slices": profile["memory_slices"], "max_instances": profile["max_instances"],
-              "placements": placements}
-    if profile.get("since_branch") is not None:
-        result["since_branch"] = _branch_value(profile["since_branch"], where, "since_branch")
-    return result
-
-
-def _mig_model_entry(name, entry, where):
-    _check_keys(entry, _MIG_MODEL_KEYS, where)
-    names = _check_names(entry, where)
-    for key in ("compute_slices", "memory_slices"):
-        value = entry.get(key)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            _fail(where, "%s must be a positive integer, got %r" % (key, value))
-    profiles = entry.get("profiles")
-    if not isinstance(profiles, dict) or not profiles:
-        _fail(where, "profiles must be a non-empty mapping of profile name -> profile")
-    model = {
-        "model": name,
-        "names": list(names),
-        "pci_device_ids": list(entry.get("pci_device_ids") or []),
-        "slices": entry["compute_slices"],
-        "compute_slices": entry["compute_slices"],
-        "memory_slices": entry["memory_slices"],
-        "min_driver": entry.get("min_driver"),
-        "placements_verified": "assumed" not in entry,
-        "profiles": {pname: _mig_profile_entry(pname, profile, entry["memory_slices"], entry["compute_slices"],
-                                               "%s.profiles.%s" % (where, pname))
-                     for pname, profile in profiles.items()},
-    }
-    for key in ("assumed", "placements_checked", "note"):
-        if entry.get(key) is not None:
-            model[key] = entry[key]
-    return model, _compile_names(names, where), dict(entry)
-
-
-# ---------------------------------------------------------------- overrides
-
-def _apply_cuda_overrides(overrides):
-    where = "catalogs.cuda_min_driver"
-    result = {}
-    for version, driver in _mapping(overrides, where, "CUDA version -> minimum driver").items():
-        key = toolkit_key(str(version))
-        if key is None:
-            _fail("%s[%r]" % (where, version), "not a CUDA toolkit version like \"12.4\" or \"12.4.1\"")
-        if driver is not None and (parse_version(driver) is None or len(parse_version(driver)) < 2):
-            _fail("%s[%r]" % (where, version), "must be a driver version like \"550.54.14\" or null, got %r" % (driver,))
-        result[key] = None if driver is None else str(driver)
-    return result
-
-
-def _apply_xid_overrides(base, actions, overrides):
-    where = "catalogs.xid"
-    xids = dict(base)
-    for number, change in _mapping(overrides, where, "Xid number -> entry").items():
-        xid = _xid_number(number)
-        item = "%s[%r]" % (where, number)
-        if xid is None:
-            _fail(item, "not an Xid number")
-        if change is None:
-            xids.pop(xid, None)
-            continue
-        _check_keys(change, _XID_KEYS, item)
-        merged = dict(xids[xid]["_source"]) if xid in xids else {}
-        merged.update(change)
-        xids[xid] = _xid_entry(xid, merged, actions, item)
-    return xids
-
-
-def _apply_gpu_support_overrides(architectures, models, overrides):
-    where = "catalogs.gpu_driver_support"
-    _check_keys(overrides, frozenset(("models", "architectures")), where)
-    architectures = dict(architectures)
-    for name, change in _mapping(overrides.get("architectures"), where + ".architectures",
-                                 "architecture -> entry").items():
-        item = "%s.architectures[%r]" % (where, name)
-        arch = normalize_architecture(name)
-        if arch is None:
-            _fail(item, "not an architecture name")
-        merged = {k: v for k, v in architectures.get(arch, {}).items() if k != "name"}
-        _check_keys(change, _ARCH_KEYS, item)
-        merged.update(change)
-        architectures[arch] = _arch_entry(arch, merged, item)
-    added = {}
-    kept = dict(models)
-    for name, change in _mapping(overrides.get("models"), where + ".models", "model name -> entry").items():
-        item = "%s.models[%r]" % (where, name)
-        if change is None:
-            kept.pop(name, None)
-            continue
-        _check_keys(change, _GPU_MODEL_KEYS, item)
-        merged = dict(kept[name][2]) if name in kept else {}
-        merged.update(change)
-        entry = _gpu_model_entry(name, merged, item, architectures)
-        if name in kept:
-            kept[name] = entry
-        else:
-            added[name] = entry
-    added.update(kept)   # models a user adds are matched before the shipped ones
-    return architectures, added
-
-
-def _apply_mig_overrides(models, overrides):
-    where = "catalogs.mig_profiles"
-    kept = dict(models)
-    added = {}
-    for name, change in _mapping(overrides, where, "model name -> model").items():
-        item = "%s[%r]" % (where, name)
-        if change is None:
-            kept.pop(name, None)
-            continue
-        _check_keys(change, _MIG_MODEL_KEYS, item)
-        merged = dict(kept[name][2]) if name in kept else {}
-        profiles = dict(merged.get("profiles") or {})
-        for pname, profile in _mapping(change.get("profiles"), item + ".profiles", "profile name -> profile").items():
-            if profile is None:
-                profiles.pop(pname, None)
-            else:
-                _check_keys(profile, _MIG_PROFILE_KEYS, "%s.profiles.%s" % (item, pname))
-                profiles[pname] = dict(profiles.get(pname) or {}, **profile)
-        merged.update({k: v for k, v in change.items() if k != "profiles"})
-        merged["profiles"] = profiles
-        entry = _mig_model_entry(name, merged, item)
-        if name in kept:
-            kept[name] = entry
-        else:
-            added[name] = entry
-    added.update(kept)
-    return added
+# the version and name helpers are part of this module's interface (knowledge_tables.py defines them)
+__all__ = ["Knowledge", "load_knowledge", "overrides_key", "compare_versions", "cuda_major", "driver_branch",
+           "normalize_architecture", "normalize_product_name", "parse_version", "shipped_tables", "toolkit_key"]
 
 
 # ---------------------------------------------------------------- Knowledge
@@ -458,27 +42,20 @@ class Knowledge:
     """Answers about CUDA/driver compatibility, GPU support, Xids and MIG profiles."""
 
     def __init__(self, tables, overrides=None):
-        overrides = overrides or {}
-        if not isinstance(overrides, dict):
-            _fail("catalogs", "must be a mapping of table -> entries")
-        unknown = sorted(set(overrides) - set(TABLES))
-        if unknown:
-            _fail("catalogs", "unknown table %r (allowed: %s)" % (unknown[0], ", ".join(TABLES)))
+        tables = apply_overrides(tables, overrides)
         self._cuda_releases = tables["cuda_releases"]
         self._cuda_compat = tables["cuda_compat"]
-        self._cuda_overrides = _apply_cuda_overrides(overrides.get("cuda_min_driver") or {})
+        self._cuda_overrides = tables["cuda_overrides"]
         self._xids = tables["xids"]
-        if overrides.get("xid"):
-            self._xids = _apply_xid_overrides(self._xids, tables["xid_actions"], overrides["xid"])
         self._architectures = tables["architectures"]
         self._gpu_models = tables["gpu_models"]
-        if overrides.get("gpu_driver_support"):
-            self._architectures, self._gpu_models = _apply_gpu_support_overrides(
-                self._architectures, self._gpu_models, overrides["gpu_driver_support"])
         self._architecture_by_name = tables["architecture_by_name"]
         self._mig_models = tables["mig_models"]
-        if overrides.get("mig_profiles"):
-            self._mig_models = _apply_mig_overrides(self._mig_models, overrides["mig_profiles"])
+        self._baseboard_names = tables["baseboard_names"]
+        self._clock_event_severity = tables["clock_event_severity"]
+        self.nvswitch_gpu_count = tables["nvswitch_gpu_count"]
+        self._gpu_lost_xids = frozenset(number for number, entry in self._xids.items() if entry["gpu_lost"])
+        self._application_xids = frozenset(number for number, entry in self._xids.items() if entry["application_error"])
         self._name_cache = {}
 
     # ------------------------------------------------ CUDA
@@ -563,7 +140,7 @@ class Knowledge:
 
     def driver_supports_gpu(self, driver_version, gpu_name, architecture=None):
         """(True | False | None, why). None when the driver version or the GPU is unknown."""
-        branch = _branch_number(driver_version)
+        branch = branch_number(driver_version)
         if branch is None:
             return None, "driver version unknown (%r)" % (driver_version,)
         model = self.model_for(gpu_name)
@@ -592,6 +169,14 @@ class Knowledge:
             return arch_info["first_branch"], "first driver of the architecture"
         return None, None
 
+    def is_baseboard_model(self, gpu_name):
+        """True for SXM / HGX models, which come with NVLink and NVSwitch (gpu_hardware.yml baseboards)."""
+        return bool(gpu_name) and bool(self._baseboard_names.search(gpu_name))
+
+    def clock_event_severity(self, reason):
+        """Severity of an active clock event reason that is a finding ("hw_slowdown" -> "warning"), else None."""
+        return self._clock_event_severity.get(reason)
+
     def expected_gpu_count(self, gpu_name):
         """GPUs a node with this model should have (8 on HGX/DGX SXM baseboards); None when it varies or is unknown."""
         model = self.model_for(gpu_name)
@@ -601,7 +186,7 @@ class Knowledge:
 
     def xid(self, number):
         """{"xid", "name", "layer", "severity", "action", "fix", "secondary", "follows", "description", ...} or None."""
-        entry = self._xids.get(_xid_number(number))
+        entry = self._xids.get(xid_number(number))
         if entry is None:
             return None
         result = {k: v for k, v in entry.items() if not k.startswith("_")}
@@ -610,6 +195,14 @@ class Knowledge:
 
     def xid_numbers(self):
         return sorted(self._xids)
+
+    def gpu_lost_xids(self):
+        """The Xids that say a GPU fell off the bus (79), reported by hardware.gpu_lost."""
+        return self._gpu_lost_xids
+
+    def application_xids(self):
+        """The Xids of an application's own fault (13, 31, 43), which correlation may blame on the workload."""
+        return self._application_xids
 
     # ------------------------------------------------ MIG
 
@@ -637,7 +230,7 @@ def _plain(value, where="catalogs"):
         return [_plain(v, where) for v in value]
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
-    _fail(where, "not plain data: %r" % (value,))
+    fail(where, "not plain data: %r" % (value,))
 
 
 def overrides_key(overrides):
@@ -653,8 +246,8 @@ def _knowledge_for(key):
 def load_knowledge(overrides=None):
     """The Knowledge for these overrides (policy["catalogs"]); built once per distinct overrides."""
     if overrides is not None and not isinstance(overrides, dict):
-        _fail("catalogs", "must be a mapping of table -> entries, got %s" % type(overrides).__name__)
+        fail("catalogs", "must be a mapping of table -> entries, got %s" % type(overrides).__name__)
     unknown = sorted(set(overrides or {}) - set(TABLES), key=str)
     if unknown:
-        _fail("catalogs", "unknown table %r (allowed: %s)" % (unknown[0], ", ".join(TABLES)))
+        fail("catalogs", "unknown table %r (allowed: %s)" % (unknown[0], ", ".join(TABLES)))
     return _knowledge_for(overrides_key({k: v for k, v in (overrides or {}).items() if v}))

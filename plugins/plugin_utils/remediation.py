@@ -9,12 +9,10 @@ __metaclass__ = type
 import json
 import os
 
+from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import FIXABLE_ROLES, REMEDIATION_ROLES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import severity_rank
 
 REMEDIATION_VERSION = "1.0"
-# Roles remediate.yml applies, in this order: GPU modes and MIG layout first (they may restart GPU
-# services), then the services' worker limits and restart policies.
-REMEDIATION_ROLES = ("gpu_settings", "mig_layout", "worker_limits", "restart_policy")
 # Findings remediate.yml repairs with a role it otherwise leaves to driver_rollout.yml: a kernel module
 # and userspace library that differ get the driver role's verified reboot or module reload.
 REPAIRED_RULES = {"driver.kernel_userspace_mismatch": "driver"}
@@ -30,14 +28,13 @@ def load_report(run_dir):
 
 
 def fixes_by_host(report, roles=REMEDIATION_ROLES):
-    """{host: [roles]} for the findings of a report that remediate.yml can fix, repairs first."""
-    order = tuple(sorted(set(REPAIRED_RULES.values()))) + tuple(roles)
+    """{host: [roles]} for the findings of a report that remediate.yml can fix, in the order it runs them."""
     wanted = {}
     for finding in report["findings"]:
         role = REPAIRED_RULES.get(finding["rule"]) or (finding.get("fix") if finding.get("fix") in roles else None)
         if role:
             wanted.setdefault(finding["host"], set()).add(role)
-    return {host: [role for role in order if role in found] for host, found in wanted.items()}
+    return {host: [role for role in FIXABLE_ROLES if role in found] for host, found in wanted.items()}
 
 
 def _brief(finding):

@@ -19,7 +19,7 @@ import hashlib
 import html
 import json
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import LAYERS, SEVERITIES
+from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYER_ORDER, LAYERS, SEVERITIES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import HOST_STATUSES, REPORT_VERSION
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_text, visible_json_strings
 
@@ -399,7 +399,7 @@ class StringTable:
 def table_data(report):
     """Rows of the findings table: one per finding, one per host without findings."""
     strings = StringTable()
-    layer_index = {layer: i for i, layer in enumerate(LAYERS)}
+    layer_index = LAYER_ORDER
     severity_index = {severity: i for i, severity in enumerate(SEVERITIES)}
     status_index = {status: i for i, status in enumerate(HOST_STATUSES)}
     hosts, rows = [], []

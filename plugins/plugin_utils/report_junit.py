@@ -31,12 +31,13 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import LAYERS, severity_rank
+from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYER_ORDER, LAYERS, SEVERITIES
+from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import severity_rank
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_xml_text
 
 COLLECTION_SUITE = "collection"
 COLLECTION_CASE = "collection.gpu_facts"
-FAILING_SEVERITIES = ("critical", "warning")
+FAILING_SEVERITIES = tuple(s for s in SEVERITIES if s != "info")
 _ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#9;"}
 _ATTRIBUTE_SPECIALS = re.compile('[&<>"\n\r\t]')
 _TEXT_SPECIALS = re.compile("[&<>\r]")
@@ -60,7 +61,7 @@ def rule_family(rule):
 
 
 def family_order(family):
-    return (LAYERS.index(family), "") if family in LAYERS else (len(LAYERS), family)
+    return (LAYER_ORDER[family], "") if family in LAYER_ORDER else (len(LAYERS), family)
 
 
 def rules_that_ran(report, rules_run):

@@ -12,22 +12,21 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import (
+from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
+    DEFAULT_FAIL_SEVERITY,
+    FAIL_SEVERITIES,
+    LAYER_ORDER,
     LAYERS,
+    NO_FAILURE as NEVER_FAIL,
     SEVERITIES,
-    severity_rank,
 )
+from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import severity_rank
 
 REPORT_VERSION = "1.1"
 HOST_STATUSES = ("ok", "unreachable", "failed")
 # complete: every host of the audit's pattern was targeted; partial: only some (--limit); failed: no
 # host's facts could be read. A report built without a status is complete (callers of build_report).
 RUN_STATUSES = ("complete", "partial", "failed")
-DEFAULT_FAIL_SEVERITY = "critical"
-NEVER_FAIL = "none"
-FAIL_SEVERITIES = tuple(SEVERITIES) + (NEVER_FAIL,)
-
-_LAYER_ORDER = {layer: position for position, layer in enumerate(LAYERS)}
 _DIGITS = re.compile(r"([0-9]+)")
 
 
@@ -40,7 +39,7 @@ def finding_sort_key(finding, host_position):
     """Worst first, then by layer, host (host_position: {host: rank}), rule and GPU."""
     return (
         -severity_rank(finding.get("severity")),
-        _LAYER_ORDER.get(finding.get("layer"), len(LAYERS)),
+        LAYER_ORDER.get(finding.get("layer"), len(LAYERS)),
         host_position.get(finding.get("host"), len(host_position)),
         str(finding.get("rule")),
         finding.get("gpu") or "",
@@ -50,7 +49,7 @@ def finding_sort_key(finding, host_position):
 def same_host_sort_key(finding):
     return (
         -severity_rank(finding.get("severity")),
-        _LAYER_ORDER.get(finding.get("layer"), len(LAYERS)),
+        LAYER_ORDER.get(finding.get("layer"), len(LAYERS)),
         str(finding.get("rule")),
         finding.get("gpu") or "",
     )

@@ -20,7 +20,7 @@ __metaclass__ = type
 import datetime
 import re
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import LAYERS, SEVERITIES
+from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYERS, SEVERITIES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import HOST_STATUSES, REPORT_VERSION
 
 _SURROGATES = re.compile("[\ud800-\udfff]")

@@ -10,7 +10,7 @@ import textwrap
 
 import os
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import LAYERS, SEVERITIES
+from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYERS, SEVERITIES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_line, safe_text
 
 MAX_CAUSES = 5

@@ -23,6 +23,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.report_junit import 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_prometheus import render_prometheus
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import json_text
 
+DEFAULT_REPORT_DIR = "reports"
 LATEST = "latest"
 LATEST_PARTIAL = "latest-partial"
 # requested permissions; the umask takes away from them (see file_mode)
@@ -32,6 +33,12 @@ MAX_RUN_DIR_ATTEMPTS = 1000
 
 
 INDENTED_JSON_MAX_FINDINGS = 2000
+
+
+def report_root(report_dir=None):
+    """The folder run folders go in: report_dir (default reports, relative to the current directory), as an
+    absolute path with links resolved. Every playbook takes it from here (the gpufleet.core.report_root filter)."""
+    return os.path.realpath(report_dir or DEFAULT_REPORT_DIR)
 
 
 def render_json(report):

@@ -38,15 +38,17 @@ def collection_incomplete(ctx):
     first = reasons[0] if reasons else "no reason recorded"
     if status == "failed":
         return [ctx.finding(
-            RULE_ID, "critical", None,
+            None,
             "NVIDIA hardware or software is present (%s) but no GPU facts could be read: %s"
             % (", ".join(sorted({line.split(" ", 1)[0] for line in evidence["nvidia_evidence"]})) or "seen", first),
             evidence,
             "Nothing is known about this host's GPUs, so it is not healthy. Run nvidia-smi on it: if it hangs, a GPU "
-            "has likely fallen off the bus (check dmesg for Xid 79); if it fails, reinstall or reload the driver; "
-            "install nvidia-ml-py for the NVML backend. Then audit the host again.")]
+            "has likely fallen off the bus (check dmesg for Xid %s); if it fails, reinstall or reload the driver; "
+            "install nvidia-ml-py for the NVML backend. Then audit the host again."
+            % ", ".join(str(xid) for xid in sorted(ctx.knowledge.gpu_lost_xids())))]
     return [ctx.finding(
-        RULE_ID, "warning", None,
+        None,
         "The collection was partial (%d GPUs read): %s" % (len(ctx.gpus), first), evidence,
         "Findings of this host may be missing for what could not be read. Find why the named command or query "
-        "stopped (a hung GPU, a slow journal, a too short gpufleet_collect_timeout) and audit again.")]
+        "stopped (a hung GPU, a slow journal, a too short gpufleet_collect_timeout) and audit again.",
+        severity="warning")]

@@ -8,12 +8,10 @@ __metaclass__ = type
 
 from collections import Counter
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import declare_rule, gpu_label, make_finding, rule
+from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import declare_rule, gpu_label, rule
 from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import compare_versions, driver_branch
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_hardware import is_baseboard_model
 
 FABRIC_MANAGER_SERVICE = "fabricmanager"
-NVSWITCH_GPU_COUNT = 8
 
 
 def driver_version(ctx):
@@ -35,7 +33,7 @@ def nvidia_absent(ctx):
         return ()  # NVIDIA hardware or software is there: driver.collection_incomplete says what failed
     reasons = [_error_text(error) for error in ctx.facts.get("errors") or ()][:5]
     return [ctx.finding(
-        "driver.nvidia_absent", "critical", None,
+        None,
         "No NVIDIA driver or GPU answered; the policy expects %d GPUs" % expected,
         {"nvidia_present": False, "expected_count": expected, "errors": reasons},
         "Check that the driver is installed and loaded (lsmod | grep nvidia, nvidia-smi) and that the GPUs are on "
@@ -57,7 +55,7 @@ def kernel_userspace_mismatch(ctx):
     library = driver.get("userspace_version") or next(
         (event.get("client_version") for event in events if event.get("client_version")), None)
     return [ctx.finding(
-        "driver.kernel_userspace_mismatch", "critical", None,
+        None,
         "Kernel module %s and userspace library %s differ" % (kernel or "?", library or "?"),
         {"kernel_module_version": kernel, "userspace_version": library,
          "mismatch_reason": driver.get("mismatch_reason"), "api_mismatch_events": len(events)},
@@ -152,7 +150,7 @@ def _process_finding(ctx, key, clients, events, running):
         "kernel_log_events": len(events), "last_logged": events[-1].get("time") if events else None,
     }
     return ctx.finding(
-        CLIENT_MISMATCH, "critical", None,
+        None,
         "%d process(es) %s (pid %s) in %s loaded driver libraries %s (%s) while the kernel module is %s: their CUDA "
         "and NVML calls fail, though the host's own nvidia-smi answers"
         % (len(pids), name or "?", ", ".join(str(pid) for pid in pids[:3]) + (" ..." if len(pids) > 3 else ""),
@@ -169,14 +167,14 @@ def _log_only_finding(ctx, version, events, running):
     last = events[-1].get("time") or "at an unknown time"
     clients = ", " + ", ".join(names[:3]) if names else ""
     return ctx.finding(
-        CLIENT_MISMATCH, "warning", None,
+        None,
         "The kernel module %s refused a client with driver libraries %s %d time(s) in the window (last %s%s); no "
         "running process maps them now" % (running, version, len(events), last, clients),
         evidence,
         "Find the workload that starts with driver libraries %s: usually a container image that bundles its own "
         "(remove them and run it with the NVIDIA container toolkit, which injects the host's %s libraries) or a "
         "stale cuda-compat package on its library path (remove it); journalctl -k | grep 'API mismatch' shows "
-        "when it happens." % (version, running))
+        "when it happens." % (version, running), severity="warning")
 
 
 @rule(CLIENT_MISMATCH, "driver", "critical",
@@ -239,14 +237,14 @@ def cuda_toolkit_unsupported(ctx):
                     "min_driver": needed, "minor_compat_floor": floor, "minor_version_compatible": compatible}
         if compatible:
             findings.append(ctx.finding(
-                "driver.cuda_toolkit_unsupported", "warning", None,
+                None,
                 "Driver %s is below %s needed by CUDA %s (%s); it runs only under minor-version compatibility "
                 "(driver >= %s): limited features, no PTX JIT of newer code" % (version, needed, toolkit, where, floor),
                 evidence, "Upgrade the driver to %s or newer, or accept the limited features of minor-version "
-                          "compatibility." % needed))
+                          "compatibility." % needed, severity="warning"))
         else:
             findings.append(ctx.finding(
-                "driver.cuda_toolkit_unsupported", "critical", None,
+                None,
                 "Driver %s is below %s needed by CUDA %s (%s)" % (version, needed, toolkit, where),
                 evidence, "Upgrade the driver to %s or newer (or use a toolkit this driver supports)." % needed))
     return findings
@@ -267,7 +265,7 @@ def gpu_unsupported(ctx):
         if supported is False:
             same = [other.get("pci_bus_id") for other in ctx.gpus if (other.get("name"), other.get("architecture")) == key]
             findings.append(ctx.finding(
-                "driver.gpu_unsupported", "critical", same[0] if len(same) == 1 else None,
+                same[0] if len(same) == 1 else None,
                 "Driver %s does not support %s: %s" % (version, gpu.get("name"), reason),
                 {"driver_version": version, "gpu_name": gpu.get("name"), "architecture": gpu.get("architecture"),
                  "reason": reason, "bus_ids": same},
@@ -285,12 +283,12 @@ def pin_drift(ctx):
         return ()
     if pin is not None and compare_versions(version, str(pin)) != 0:
         return [ctx.finding(
-            "driver.pin_drift", "warning", None, "Driver %s differs from the pinned %s" % (version, pin),
+            None, "Driver %s differs from the pinned %s" % (version, pin),
             {"driver_version": version, "pin": pin, "branch": branch},
             "Roll out driver %s with the driver role (driver_rollout.yml), in batches." % pin)]
     if branch is not None and driver_branch(version) != str(branch):
         return [ctx.finding(
-            "driver.pin_drift", "warning", None,
+            None,
             "Driver %s is not on the policy's branch %s" % (version, branch),
             {"driver_version": version, "pin": pin, "branch": branch, "driver_branch": driver_branch(version)},
             "Roll out a driver of branch %s with the driver role (driver_rollout.yml), in batches." % branch)]
@@ -303,7 +301,8 @@ def fabric_manager_required(ctx):
     required = (ctx.policy.get("fabric_manager") or {}).get("required", "auto")
     if required != "auto":
         return bool(required)
-    return len(ctx.gpus) >= NVSWITCH_GPU_COUNT and any(is_baseboard_model(gpu.get("name")) for gpu in ctx.gpus)
+    return (len(ctx.gpus) >= ctx.knowledge.nvswitch_gpu_count
+            and any(ctx.knowledge.is_baseboard_model(gpu.get("name")) for gpu in ctx.gpus))
 
 
 @rule("driver.fabric_manager_down", "driver", "critical",
@@ -316,7 +315,7 @@ def fabric_manager_down(ctx):
     if state == "running":
         return ()
     return [ctx.finding(
-        "driver.fabric_manager_down", "critical", None,
+        None,
         "Fabric manager is %s on a host with %d %s GPUs (NVSwitch)" % (state, len(ctx.gpus), ctx.gpus[0].get("name")),
         {"service": (service or {}).get("name"), "state": state, "gpu_count": len(ctx.gpus),
          "driver_version": driver_version(ctx)},
@@ -332,7 +331,7 @@ def fabric_registration(ctx, gpu):
     if not fabric or fabric.get("state") in (None, "completed", "not_supported") or not fabric_manager_required(ctx):
         return ()
     return [ctx.finding(
-        "driver.fabric_registration", "critical", gpu,
+        gpu,
         "%s fabric registration is %s (status %s)" % (gpu_label(gpu), fabric.get("state"), fabric.get("status")),
         {"state": fabric.get("state"), "status": fabric.get("status"), "clique_id": fabric.get("clique_id")},
         "Check that nvidia-fabricmanager runs and matches the driver version, read its log "
@@ -349,7 +348,7 @@ def persistence_mode(ctx):
         return ()
     bus_ids = [gpu.get("pci_bus_id") for gpu in off]
     return [ctx.finding(
-        "driver.persistence_mode", "warning", bus_ids[0] if len(off) == 1 else None,
+        bus_ids[0] if len(off) == 1 else None,
         "Persistence mode is off on %d of %d GPUs (%s)" % (len(off), len(ctx.gpus), ", ".join(map(str, bus_ids))),
         {"gpus_off": bus_ids, "gpu_count": len(ctx.gpus)},
         "Enable nvidia-persistenced (the gpu_settings role does it) so the driver stays loaded between jobs.")]
@@ -375,7 +374,7 @@ def collection_errors(ctx):
         return ()
     calls = sorted({str(error.get("call")) for error in errors})
     return [ctx.finding(
-        "driver.collection_errors", "info", None,
+        None,
         "%d queries failed while collecting facts (%s)" % (len(errors), ", ".join(calls[:5]) + (" ..." if len(calls) > 5 else "")),
         {"count": len(errors), "errors": [_error_text(error) for error in errors[:10]]},
         "Values behind these queries are unknown; if the driver or a GPU misbehaves, the errors name it.")]
@@ -383,9 +382,9 @@ def collection_errors(ctx):
 
 # ---------------------------------------------------------------- fleet rule
 
-declare_rule("driver.version_skew", "driver", "warning",
-             "Driver versions differ between hosts that share a policy with driver.allow_skew false",
-             fix="driver", scope="fleet")
+VERSION_SKEW = declare_rule("driver.version_skew", "driver", "warning",
+                            "Driver versions differ between hosts that share a policy with driver.allow_skew false",
+                            fix="driver", scope="fleet")
 
 
 def _reference_version(versions):
@@ -411,10 +410,10 @@ def version_skew(group_name, versions):
     for host, version in versions.items():
         if version == reference:
             continue
-        findings[host] = [make_finding(
-            "driver.version_skew", "driver", "warning", host, None,
+        findings[host] = [VERSION_SKEW.finding(
+            host, None,
             "Driver %s differs from %s, the driver of most hosts in %s" % (version, reference, group_name),
             {"driver_version": version, "group_reference": reference, "group": group_name, "group_versions": counts},
             "Bring the group to one driver version with the driver role (driver_rollout.yml), or set "
-            "driver.allow_skew while a rollout is under way.", "driver")]
+            "driver.allow_skew while a rollout is under way.")]
     return findings

@@ -7,30 +7,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
-import re
 from collections import Counter
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import (
     FIX_ROLES, LAYERS, declare_rule, gpu_label, parse_time, rule, severity_rank, worst_severity)
-
-GPU_LOST_XID = 79
-
-# Models sold on NVSwitch baseboards (HGX/DGX): NVLink is part of the design and fabric
-# manager is needed with 8 of them. Product names as NVML reports them.
-_BASEBOARD_MODEL = re.compile(
-    r"SXM|H100 80GB HBM3|H800 80GB HBM3|^NVIDIA H200$|H200 141GB|^NVIDIA H20$|^NVIDIA B200|^NVIDIA B300", re.IGNORECASE)
-
-_BAD_CLOCK_EVENTS = {
-    "hw_thermal_slowdown": "critical",
-    "hw_power_brake_slowdown": "critical",
-    "hw_slowdown": "warning",
-    "sw_thermal_slowdown": "warning",
-}
-
-
-def is_baseboard_model(name):
-    """True for SXM / HGX models that come with NVLink and NVSwitch."""
-    return bool(name) and bool(_BASEBOARD_MODEL.search(name))
 
 
 def gpus_by_bus(ctx):
@@ -209,10 +189,10 @@ def _xid_summary(ctx, number, counted, secondaries, gpu, bus):
     return text
 
 
-for _layer in LAYERS:
-    if _layer != "hardware":
-        declare_rule("%s.xid" % _layer, _layer, "warning",
-                     "Xid events the catalog puts in the %s layer (emitted by hardware.xid)" % _layer)
+# the rule of an Xid finding, by the catalog's layer of the Xid (hardware.xid itself is the one @rule below)
+_XID_RULES = {layer: declare_rule("%s.xid" % layer, layer, "warning",
+                                  "Xid events the catalog puts in the %s layer (emitted by hardware.xid)" % layer)
+              for layer in LAYERS if layer != "hardware"}
 
 
 @rule("hardware.xid", "hardware", "warning",
@@ -224,23 +204,23 @@ def xid_events(ctx):
     for bus, entries in xid_groups(ctx).items():
         gpu = by_bus.get(bus)
         for number, events, secondaries in entries:
-            if number == GPU_LOST_XID:
+            if number in ctx.knowledge.gpu_lost_xids():
                 continue  # reported by hardware.gpu_lost
             info = xid_info(ctx.knowledge, number)
             fix = info.get("fix") if info.get("fix") in FIX_ROLES else None
             severity = info.get("severity") if severity_rank(info.get("severity")) else "warning"
             findings.append(ctx.finding(
-                "%s.xid" % _xid_layer(info), severity, bus,
-                _xid_summary(ctx, number, events, secondaries, gpu, bus),
+                bus, _xid_summary(ctx, number, events, secondaries, gpu, bus),
                 _xid_evidence(ctx, number, events, secondaries, gpu),
-                info.get("action") or "Follow the Xid catalog's resolution for Xid %d." % number, fix=fix))
+                info.get("action") or "Follow the Xid catalog's resolution for Xid %d." % number,
+                severity=severity, fix=fix, rule=_XID_RULES.get(_xid_layer(info))))
     return findings
 
 
 # ---------------------------------------------------------------- lost GPUs
 
 def _lost_signals(ctx):
-    """bus id -> {"lost": bool, "gpu": record, "kernel_events": [...], "xid79": (events, secondaries)}"""
+    """bus id -> {"lost": bool, "gpu": record, "kernel_events": [...], "lost_xid": (xid, events, secondaries)}"""
     signals = {}
     unnamed = []
     for gpu in ctx.gpus:
@@ -253,8 +233,8 @@ def _lost_signals(ctx):
             signals.setdefault(event.get("pci_bus_id"), {}).setdefault("kernel_events", []).append(event)
     for bus, entries in xid_groups(ctx).items():
         for number, events, secondaries in entries:
-            if number == GPU_LOST_XID:
-                signals.setdefault(bus, {})["xid79"] = (events, secondaries)
+            if number in ctx.knowledge.gpu_lost_xids():
+                signals.setdefault(bus, {})["lost_xid"] = (number, events, secondaries)
     _pair_unnamed_lost_gpus(ctx, signals, unnamed)
     return signals
 
@@ -284,23 +264,23 @@ def gpu_lost(ctx):
     by_bus = gpus_by_bus(ctx)
     for bus, signal in sorted(_lost_signals(ctx).items(), key=lambda item: item[0] or ""):
         gpu = by_bus.get(bus) or signal.get("gpu")
-        xid79, secondaries = signal.get("xid79", (XidEvents([]), []))
+        lost_xid, lost_events, secondaries = signal.get("lost_xid", (None, XidEvents([]), []))
         shown_by = [name for name, present in (("lost to NVML/nvidia-smi", signal.get("lost")),
                                                ("kernel 'fallen off the bus'", signal.get("kernel_events")),
-                                               ("Xid 79", xid79.count)) if present]
+                                               ("Xid %s" % lost_xid, lost_events.count)) if present]
         evidence = {
             "lost": bool(signal.get("lost")),
             "kernel_messages": [_clip(event.get("message") or "") for event in signal.get("kernel_events", [])][:3],
             "gpu_index": gpu.get("index") if gpu else None,
             "gpu_serial": gpu.get("serial") if gpu else None,
         }
-        if xid79.count:
-            evidence.update({"xid": GPU_LOST_XID, "count": xid79.count,
-                             "last_time": xid79.events[-1].get("time") if xid79.events else None,
+        if lost_events.count:
+            evidence.update({"xid": lost_xid, "count": lost_events.count,
+                             "last_time": lost_events.events[-1].get("time") if lost_events.events else None,
                              "secondary": [{"xid": n, "count": ev.count} for n, ev in secondaries]})
         where = _lost_label(gpu, bus)
         findings.append(ctx.finding(
-            "hardware.gpu_lost", "critical", bus,
+            bus,
             "%s has fallen off the bus (%s)" % (where, ", ".join(shown_by)), evidence,
             "Drain the host and reboot it; if the GPU falls off again, check seating, PCIe riser and power, "
             "then hand it over for repair."))
@@ -317,7 +297,7 @@ def ecc_uncorrected(ctx, gpu):
     if not count:
         return ()
     return [ctx.finding(
-        "hardware.ecc_uncorrected", "critical", gpu,
+        gpu,
         "%s has %d uncorrected ECC errors since the last reset" % (gpu_label(gpu), count),
         {"volatile_uncorrected": count, "aggregate_uncorrected": ecc.get("aggregate_uncorrected"),
          "volatile_corrected": ecc.get("volatile_corrected"), "gpu_serial": gpu.get("serial")},
@@ -350,9 +330,9 @@ def retired_pages(ctx, gpu):
               if severity == "critical" else
               "Drain the GPU and reset it (nvidia-smi -r) or reboot to apply the pending retirement; watch the count.")
     return [ctx.finding(
-        "hardware.retired_pages", severity, gpu, "%s: %s" % (gpu_label(gpu), "; ".join(reasons)),
+        gpu, "%s: %s" % (gpu_label(gpu), "; ".join(reasons)),
         {"single_bit": single, "double_bit": double, "pending": pending, "total": total,
-         "warning_at": warn_at, "critical_at": crit_at, "gpu_serial": gpu.get("serial")}, action)]
+         "warning_at": warn_at, "critical_at": crit_at, "gpu_serial": gpu.get("serial")}, action, severity=severity)]
 
 
 @rule("hardware.row_remap", "hardware", "critical",
@@ -363,15 +343,15 @@ def row_remap(ctx, gpu):
                 "pending": rows.get("pending"), "failure": rows.get("failure"), "gpu_serial": gpu.get("serial")}
     if rows.get("failure"):
         return [ctx.finding(
-            "hardware.row_remap", "critical", gpu,
+            gpu,
             "%s: row remapping failed (%s uncorrectable rows remapped)" % (gpu_label(gpu), rows.get("uncorrectable")),
             evidence, "Drain the GPU and hand it over for repair: its memory can no longer remap bad rows.")]
     if rows.get("pending"):
         return [ctx.finding(
-            "hardware.row_remap", "warning", gpu,
+            gpu,
             "%s: a row remap waits for a GPU reset (%s uncorrectable, %s correctable rows remapped)"
             % (gpu_label(gpu), rows.get("uncorrectable"), rows.get("correctable")),
-            evidence, "Drain the GPU and reset it (nvidia-smi -r) or reboot to apply the remap.")]
+            evidence, "Drain the GPU and reset it (nvidia-smi -r) or reboot to apply the remap.", severity="warning")]
     return ()
 
 
@@ -388,11 +368,12 @@ def temperature(ctx, gpu):
         return ()
     severity = "critical" if now_c >= slowdown_c else "warning"
     return [ctx.finding(
-        "hardware.temperature", severity, gpu,
+        gpu,
         "%s at %d C, slowdown at %d C (shutdown %s C)" % (gpu_label(gpu), now_c, slowdown_c, temps.get("shutdown_c")),
         {"gpu_c": now_c, "slowdown_c": slowdown_c, "shutdown_c": temps.get("shutdown_c"),
          "margin_c": margin, "fan_speed_pct": gpu.get("fan_speed_pct")},
-        "Check cooling: fans, airflow, inlet temperature and blocked filters; compare with the other GPUs in the chassis.")]
+        "Check cooling: fans, airflow, inlet temperature and blocked filters; compare with the other GPUs in the chassis.",
+        severity=severity)]
 
 
 @rule("hardware.clock_events", "hardware", "warning",
@@ -400,21 +381,22 @@ def temperature(ctx, gpu):
 def clock_events(ctx, gpu):
     reasons = gpu.get("clock_event_reasons") or {}
     active = reasons.get("active") or []
-    bad = [name for name in active if name in _BAD_CLOCK_EVENTS]
+    bad = [name for name in active if ctx.knowledge.clock_event_severity(name)]
     evidence = {"active": list(active), "mask": reasons.get("mask"),
                 "power_draw_w": (gpu.get("power") or {}).get("draw_w"),
                 "gpu_c": (gpu.get("temperature") or {}).get("gpu_c")}
     if bad:
-        severity = worst_severity(_BAD_CLOCK_EVENTS[name] for name in bad)
+        severity = worst_severity(ctx.knowledge.clock_event_severity(name) for name in bad)
         return [ctx.finding(
-            "hardware.clock_events", severity, gpu, "%s is slowed down: %s" % (gpu_label(gpu), ", ".join(bad)),
+            gpu, "%s is slowed down: %s" % (gpu_label(gpu), ", ".join(bad)),
             evidence,
             "Thermal slowdown: check cooling. Power brake or hardware slowdown: check the power supplies and "
-            "cabling of the chassis (an external power brake signal), then the GPU itself.")]
+            "cabling of the chassis (an external power brake signal), then the GPU itself.", severity=severity)]
     if "sw_power_cap" in active:
         return [ctx.finding(
-            "hardware.clock_events", "info", gpu, "%s is held at its power cap (sw_power_cap)" % gpu_label(gpu),
-            evidence, "Nothing to do unless throughput is low: the GPU is drawing its full power limit.")]
+            gpu, "%s is held at its power cap (sw_power_cap)" % gpu_label(gpu),
+            evidence, "Nothing to do unless throughput is low: the GPU is drawing its full power limit.",
+            severity="info")]
     return ()
 
 
@@ -425,7 +407,7 @@ def power_limit(ctx, gpu):
     if limit is None or default is None or limit >= default - 0.5:
         return ()
     return [ctx.finding(
-        "hardware.power_limit", "warning", gpu,
+        gpu,
         "%s power limit %.0f W is below its default %.0f W" % (gpu_label(gpu), limit, default),
         {"limit_w": limit, "default_limit_w": default, "min_limit_w": power.get("min_limit_w"),
          "max_limit_w": power.get("max_limit_w")},
@@ -463,9 +445,9 @@ def pcie_link(ctx, gpu):
               "width loses bandwidth under load." if severity != "info" else
               "Nothing to do: an idle GPU lowers its PCIe generation to save power. Check again under load.")
     return [ctx.finding(
-        "hardware.pcie_link", severity, gpu, "%s PCIe link below maximum: %s" % (gpu_label(gpu), ", ".join(problems)),
+        gpu, "%s PCIe link below maximum: %s" % (gpu_label(gpu), ", ".join(problems)),
         {"gen_current": gen, "gen_max": gen_max, "width_current": width, "width_max": width_max, "idle": idle},
-        action)]
+        action, severity=severity)]
 
 
 @rule("hardware.pcie_aer", "hardware", "critical",
@@ -478,15 +460,16 @@ def pcie_aer(ctx, gpu):
     evidence = {"fatal": fatal, "nonfatal": nonfatal, "correctable": correctable, "correctable_warning": limit}
     if fatal or nonfatal:
         return [ctx.finding(
-            "hardware.pcie_aer", "critical", gpu,
+            gpu,
             "%s PCIe AER: %s fatal, %s non-fatal uncorrectable errors" % (gpu_label(gpu), fatal or 0, nonfatal or 0),
             evidence, "Drain the host; reseat the GPU and riser, check the slot, then run dcgmi diag -r 3. "
                       "Hand the card or board over for repair if errors return.")]
     if correctable is not None and limit is not None and correctable > limit:
         return [ctx.finding(
-            "hardware.pcie_aer", "warning", gpu,
+            gpu,
             "%s PCIe AER: %d correctable errors (warning above %d)" % (gpu_label(gpu), correctable, limit),
-            evidence, "Watch the count; if it keeps growing, reseat the GPU or riser at the next maintenance.")]
+            evidence, "Watch the count; if it keeps growing, reseat the GPU or riser at the next maintenance.",
+            severity="warning")]
     return ()
 
 
@@ -498,7 +481,7 @@ def pcie_replay(ctx, gpu):
     if count is None or limit is None or count <= limit:
         return ()
     return [ctx.finding(
-        "hardware.pcie_replay", "warning", gpu,
+        gpu,
         "%s PCIe replay counter %d (warning above %d)" % (gpu_label(gpu), count, limit),
         {"replay_counter": count, "replay_warning": limit},
         "Signal-integrity trouble on the link: reseat the GPU or riser and check the slot at the next maintenance.")]
@@ -512,15 +495,15 @@ def nvlink_inactive(ctx, gpu):
     links = gpu.get("nvlinks") or []
     down = [link["link"] for link in links if link.get("active") is False]
     up = [link["link"] for link in links if link.get("active")]
-    baseboard = is_baseboard_model(gpu.get("name"))
+    baseboard = ctx.knowledge.is_baseboard_model(gpu.get("name"))
     if not down or not (up or baseboard):
         return ()
     return [ctx.finding(
-        "hardware.nvlink_inactive", "critical" if baseboard else "warning", gpu,
+        gpu,
         "%s: %d of %d NVLinks inactive (links %s)" % (gpu_label(gpu), len(down), len(links), ", ".join(map(str, down))),
         {"inactive_links": down, "active_links": up, "model_has_nvlink": baseboard},
         "Drain the host and reset the GPUs or reboot; if links stay down, check the NVLink bridges or baseboard "
-        "and hand it over for repair.")]
+        "and hand it over for repair.", severity="critical" if baseboard else "warning")]
 
 
 @rule("hardware.nvlink_errors", "hardware", "warning", "NVLink error counters at or above thresholds.nvlink_errors_warning",
@@ -538,7 +521,7 @@ def nvlink_errors(ctx, gpu):
         return ()
     total = sum(sum(counters.values()) for counters in per_link.values())
     return [ctx.finding(
-        "hardware.nvlink_errors", "warning", gpu,
+        gpu,
         "%s: %d NVLink errors on %d links" % (gpu_label(gpu), total, len(per_link)),
         {"links": per_link, "errors_warning": limit},
         "Watch the counters; if they grow, reset the GPU at the next maintenance and check the NVLink bridges or baseboard.")]
@@ -559,12 +542,13 @@ def gpu_count(ctx):
         return ()
     source = "policy gpus.expected_count" if from_policy else "what a %s node holds" % model
     return [ctx.finding(
-        "hardware.gpu_count", "critical" if from_policy else "warning", None,
+        None,
         "%d GPUs visible, %d expected (%s)" % (actual, expected, source),
         {"visible": actual, "expected": expected, "expected_from": "policy" if from_policy else "knowledge",
          "bus_ids": [gpu.get("pci_bus_id") for gpu in ctx.gpus]},
         "Check lspci -d 10de: for the missing GPUs and the kernel log for 'fallen off the bus'; reboot, then reseat "
-        "or hand over for repair. A VM or partial node with fewer GPUs: set gpus.expected_count in the policy.")]
+        "or hand over for repair. A VM or partial node with fewer GPUs: set gpus.expected_count in the policy.",
+        severity="critical" if from_policy else "warning")]
 
 
 @rule("hardware.vbios_mismatch", "hardware", "warning",
@@ -585,7 +569,7 @@ def vbios_mismatch(ctx):
         for gpu in gpus:
             if gpu["vbios_version"] != reference:
                 findings.append(ctx.finding(
-                    "hardware.vbios_mismatch", "warning", gpu,
+                    gpu,
                     "%s VBIOS %s differs from %s on the other %s GPUs"
                     % (gpu_label(gpu), gpu["vbios_version"], reference, model),
                     {"vbios_version": gpu["vbios_version"], "host_versions": dict(versions), "reference": reference},

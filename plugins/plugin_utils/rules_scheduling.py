@@ -53,7 +53,7 @@ def mig_pending(ctx, gpu):
     if current is None or pending is None or current == pending:
         return ()
     return [ctx.finding(
-        "scheduling.mig_pending", "warning", gpu,
+        gpu,
         "%s MIG mode is %s and becomes %s after a GPU reset"
         % (gpu_label(gpu), "on" if current else "off", "on" if pending else "off"),
         {"mode_current": current, "mode_pending": pending},
@@ -107,7 +107,7 @@ def mig_layout_infeasible(ctx):
             continue
         gpu = by_index[index]
         findings.append(ctx.finding(
-            "scheduling.mig_layout_infeasible", "warning", gpu,
+            gpu,
             "%s cannot hold MIG config %s: %s" % (gpu_label(gpu), plan.selected, "; ".join(reasons)),
             {"selected": plan.selected, "desired": desired[index], "reasons": reasons},
             "Fix the MIG config in the policy (mig.config or mig.config_file): pick profiles and counts this "
@@ -155,7 +155,7 @@ def mig_layout_drift(ctx):
     plan, desired, error = _desired(ctx)
     if error:
         return [ctx.finding(
-            "scheduling.mig_layout_drift", "warning", None, "Desired MIG layout cannot be read: %s" % error,
+            None, "Desired MIG layout cannot be read: %s" % error,
             {"selected": plan.selected, "error": error},
             "Fix mig.config / mig.config_file / mig.selected in the policy.")]
     findings = []
@@ -171,7 +171,7 @@ def mig_layout_drift(ctx):
             continue
         pending = " (a MIG mode change waits for a reset)" if diff.get("pending") else ""
         findings.append(ctx.finding(
-            "scheduling.mig_layout_drift", "warning", gpu,
+            gpu,
             "%s MIG layout differs from %s: %s%s" % (gpu_label(gpu), plan.selected, _describe_diff(drift), pending),
             {"selected": plan.selected, "desired": desired[index],
              "actual": {"mig_enabled": actual.get("mig_enabled"), "devices": actual.get("devices")},
@@ -191,7 +191,7 @@ def compute_mode(ctx):
         return ()
     modes = sorted({gpu["compute_mode"] for gpu in off})
     return [ctx.finding(
-        "scheduling.compute_mode", "warning", off[0] if len(off) == 1 else None,
+        off[0] if len(off) == 1 else None,
         "Compute mode %s on %d of %d GPUs, policy wants %s" % ("/".join(modes), len(off), len(ctx.gpus), wanted),
         {"wanted": wanted, "gpus": {gpu.get("pci_bus_id"): gpu["compute_mode"] for gpu in off}},
         "Set compute mode %s with the gpu_settings role (nvidia-smi -c %s) while the GPUs are idle." % (wanted, wanted.upper()))]
@@ -229,20 +229,20 @@ def mps_daemon(ctx):
                 "exclusive_process_gpus": exclusive}
     if running and mode in MPS_CONFLICTS:
         return [ctx.finding(
-            "scheduling.mps_daemon", "warning", None,
+            None,
             "MPS daemon is running while the policy wants %s GPUs: processes share all %d GPUs through MPS"
             % (mode.replace("_", " "), len(ctx.gpus)), evidence,
             "Stop and disable the MPS daemon (echo quit | nvidia-cuda-mps-control; systemctl disable --now the "
             "MPS unit) or change sharing.mode to mps if sharing is intended.")]
     if running and mode is None:
         return [ctx.finding(
-            "scheduling.mps_daemon", "info", None,
+            None,
             "MPS daemon is running: processes share the %d GPUs through MPS (sharing.mode unset)" % len(ctx.gpus),
             evidence, "Set sharing.mode in the policy (mps if sharing is intended, exclusive if not) so the audit "
-                      "can judge it.")]
+                      "can judge it.", severity="info")]
     if running is False and mode in MPS_EXPECTED:
         return [ctx.finding(
-            "scheduling.mps_daemon", "warning", None, "Policy sharing.mode is mps but no MPS daemon runs", evidence,
+            None, "Policy sharing.mode is mps but no MPS daemon runs", evidence,
             "Start the MPS control daemon (nvidia-cuda-mps-control -d, or its systemd unit) before the workers.")]
     return ()
 
@@ -259,7 +259,7 @@ def container_runtime(ctx):
         return ()
     installed = toolkit.get("version") is not None
     return [ctx.finding(
-        "scheduling.container_runtime", "critical", None,
+        None,
         "No NVIDIA container runtime in docker or containerd (nvidia-container-toolkit %s)"
         % (toolkit.get("version") if installed else "not installed"),
         dict(toolkit),

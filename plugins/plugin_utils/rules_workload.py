@@ -56,7 +56,7 @@ def gpu_oversubscribed(ctx, gpu):
         if len(processes) <= limit:
             continue
         findings.append(ctx.finding(
-            "workload.gpu_oversubscribed", "warning", gpu,
+            gpu,
             "%s runs %d processes, limit %d (%s)" % (_device_label(gpu, device), len(processes), limit, where),
             {"processes": len(processes), "limit": limit, "limit_from": where,
              "mig_device": list(device) if device else None,
@@ -87,15 +87,16 @@ def memory_near_full(ctx, gpu):
     summary = "%s memory %d of %d MiB used (%.1f%%) by %d processes" % (gpu_label(gpu), used, total, percent, count)
     if count >= 2:
         return [ctx.finding(
-            "workload.memory_near_full", "critical", gpu, summary + ": the next allocation of any of them can fail (OOM)",
+            gpu, summary + ": the next allocation of any of them can fail (OOM)",
             evidence, "Run fewer workers on this GPU (the worker_limits role) or cap each one's memory "
-                      "(e.g. PYTORCH_CUDA_ALLOC_CONF, per-process memory fraction); give each worker its own GPU or MIG slice.")]
+                      "(e.g. PYTORCH_CUDA_ALLOC_CONF, per-process memory fraction); give each worker its own GPU or MIG slice.",
+                      severity="critical")]
     if count == 1:
         return [ctx.finding(
-            "workload.memory_near_full", "info", gpu, summary + " (one process: its allocator may simply hold it)",
-            evidence, "Nothing to do unless that job fails with out-of-memory errors.", fix=None)]
+            gpu, summary + " (one process: its allocator may simply hold it)",
+            evidence, "Nothing to do unless that job fails with out-of-memory errors.", severity="info", fix=None)]
     return [ctx.finding(
-        "workload.memory_near_full", "warning", gpu, summary + ": memory held without a visible process",
+        gpu, summary + ": memory held without a visible process",
         evidence, "Find what holds the memory (processes in other containers, leaked contexts: nvidia-smi, fuser "
                   "/dev/nvidia*); restart it, or reset the GPU when it is idle.", fix=None)]
 
@@ -136,7 +137,7 @@ def restart_policy(ctx):
         if service.get("restart") not in NO_RESTART:
             continue
         findings.append(ctx.finding(
-            "workload.restart_policy", "warning", None,
+            None,
             "GPU service %s has no restart policy (Restart=%s, %s)"
             % (unit, service.get("restart") or "unset", service.get("state")),
             {"service": unit, "restart": service.get("restart"), "state": service.get("state"),

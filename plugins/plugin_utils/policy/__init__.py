@@ -24,7 +24,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.defaults import (  # noqa: F401
-    CATALOG_TABLES, CUSTOM_RULE_DEFAULTS, CUSTOM_RULE_REQUIRED, DEFAULT_POLICY, FAIL_SEVERITIES, NAMED_LISTS,
+    CATALOG_TABLES, CUSTOM_RULE_DEFAULTS, CUSTOM_RULE_REQUIRED, DEFAULT_POLICY, NAMED_LISTS,
     SERVICE_DEFAULTS)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.fleet import (  # noqa: F401
     FleetPolicies, policy_id)

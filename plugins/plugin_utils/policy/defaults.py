@@ -6,9 +6,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import SEVERITIES
 
-FAIL_SEVERITIES = SEVERITIES + ("none",)
 UNIT_TYPES = ("service", "socket", "target", "timer", "path", "mount", "slice", "scope")
 RESTART_VALUES = ("no", "on-success", "on-failure", "on-abnormal", "on-watchdog", "on-abort", "always")
 CATALOG_TABLES = ("cuda_min_driver", "xid", "mig_profiles", "gpu_driver_support")

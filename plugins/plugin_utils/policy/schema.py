@@ -9,12 +9,12 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import FIX_ROLES, LAYERS, SEVERITIES
+from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import FAIL_SEVERITIES, FIX_ROLES, LAYERS, SEVERITIES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.checks import (
     ENV_NAME, TEMPLATE, any_mapping, batch_list, batch_size, boolean, choice, digits_text, environment, gpu_selection,
     integer, jmespath_expression, list_of, named_list, non_empty_text, number, section, text)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.defaults import (
-    CATALOG_TABLES, CUSTOM_RULE_DEFAULTS, CUSTOM_RULE_REQUIRED, DRAIN_METHODS, FAIL_SEVERITIES, RESTART_VALUES,
+    CATALOG_TABLES, CUSTOM_RULE_DEFAULTS, CUSTOM_RULE_REQUIRED, DRAIN_METHODS, RESTART_VALUES,
     SERVICE_DEFAULTS, UNIT_TYPES)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.problems import FRAGMENT_PREFIX, POLICY_VAR
 
