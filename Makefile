@@ -21,7 +21,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 help:
 	@echo "make audit   - set up .venv and audit the demo fleet (reports/latest)"
-	@echo "make test    - the whole test suite: unit, integration, docs, sanity, lint, simulated fleet"
+	@echo "make test    - the whole test suite: unit (pytest and ansible-test units), integration, docs, sanity, lint, simulated fleet"
 	@echo "make units   - the unit tests as ansible-test units runs them (tests/unit/requirements.txt)"
 	@echo "make corpus-test - only the tests that read the public corpus (GPUFLEET_CORPUS, else ../shared); fails without it"
 	@echo "make fleet-up / fleet-down / test-fleet - the simulated fleet of nspawn containers"
@@ -59,7 +59,7 @@ audit: $(RUNTIME_STAMP)
 	echo "Reports: $(abspath $(REPORT_DIR))/latest/ (report.html, report.json, junit.xml, gpufleet.prom, facts/;" \
 	     "a --limit run: latest-partial/)"
 
-test: system-packages test-unit test-docs test-integration sanity lint test-fleet
+test: system-packages test-unit units test-docs test-integration sanity lint test-fleet
 
 system-packages:
 	tools/ensure_system_packages.sh

@@ -39,10 +39,23 @@ copy_collection() {
         | tar --extract --file=- --directory="$collection_copy"
 }
 
+# ansible-test passes only a few environment variables to the tests, so GPUFLEET_CORPUS does not reach
+# them: the corpus the checkout's tests use (tests/support/corpus.py) is linked beside the copy instead,
+# where they look for ../shared. Without a corpus the corpus tests are skipped, as under plain pytest.
+link_corpus() {
+    local corpus
+    corpus=$(cd "$repo_root" && "$venv_bin/python" -c 'from tests.support.corpus import corpus_root; print(corpus_root() or "")')
+    if [[ -n "$corpus" ]]; then
+        ln -s "$corpus" "$collection_copy/../shared"
+        echo "units.sh: public corpus: $corpus" >&2
+    fi
+}
+
 main() {
     local started=$SECONDS status=0 python
     python=${UNITS_PYTHON:-$("$venv_bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')}
     copy_collection
+    link_corpus
     "$venv_bin/python" "$repo_root/tools/get_pip_standin.py" >/dev/null
     cd "$collection_copy"
     # The content root is named so ansible-test does not walk up to this repository's .git, where build/

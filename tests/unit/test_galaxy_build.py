@@ -1,6 +1,7 @@
 """The collection tarball (ansible-galaxy collection build) holds the collection and none of the development
 tree, installs offline, and its modules are documented from the installed copy."""
 
+import collections
 import json
 import os
 import shutil
@@ -46,6 +47,7 @@ def run(argv, tmp_path, cwd, **extra):
     return result
 
 
+Built = collections.namedtuple("Built", "tarball names")
 # What a developer's checkout has lying around besides the files git knows about; none of it may be shipped.
 STRAYS = [".venv/bin/python", ".ansible/collections/x", "build/sanity/x", "reports/latest/report.json",
           "tests/fleet/work/node1/root.img", "tests/output/junit/x.xml", "bench/results/run.json", ".pytest_cache/x",
@@ -83,7 +85,7 @@ def copy_checkout(destination):
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """(tarball path, [member names]) of a build of a copy of the checkout with STRAYS added."""
+    """The tarball and its member names, built from a copy of the checkout with STRAYS added."""
     tmp_path = tmp_path_factory.mktemp("galaxy")
     tree, output = tmp_path / "tree", tmp_path / "out"
     copy_checkout(str(tree))
@@ -95,11 +97,11 @@ def built(tmp_path_factory):
     tarball = output / ("gpufleet-core-%s.tar.gz" % galaxy_version())
     with tarfile.open(tarball) as archive:
         names = [member.name for member in archive.getmembers()]
-    return tarball, names
+    return Built(tarball, names)
 
 
 def test_tarball_leaves_the_development_tree_out(built):
-    _, names = built
+    names = built.names
     shipped_left_outs = sorted(name for name in names for path in LEFT_OUT
                                if name == path or name.startswith(path + "/"))
     assert shipped_left_outs == []
@@ -108,13 +110,13 @@ def test_tarball_leaves_the_development_tree_out(built):
 
 
 def test_tarball_holds_the_collection(built):
-    _, names = built
+    names = built.names
     assert [path for path in SHIPPED if path not in names] == []
     assert {"MANIFEST.json", "FILES.json"} <= set(names)
 
 
 def test_manifest_has_no_placeholder_address(built):
-    tarball, _ = built
+    tarball = built.tarball
     with tarfile.open(tarball) as archive:
         info = json.load(archive.extractfile("MANIFEST.json"))["collection_info"]
     assert (info["namespace"], info["name"], info["version"]) == ("gpufleet", "core", galaxy_version())
@@ -123,7 +125,7 @@ def test_manifest_has_no_placeholder_address(built):
 
 
 def test_tarball_installs_offline_and_documents_gpu_facts(built, tmp_path):
-    tarball, _ = built
+    tarball = built.tarball
     target = tmp_path / "collections"
     run([ansible_command("ansible-galaxy"), "collection", "install", "--offline", "-p", str(target), str(tarball)],
         tmp_path, str(tmp_path))
