@@ -81,6 +81,7 @@ test-docs: $(TEST_STAMP)
 	$(VENV_PY) tools/schema_to_return.py --check
 	$(VENV)/bin/ansible-doc gpufleet.core.gpu_facts >/dev/null
 	$(VENV)/bin/antsibull-changelog lint
+	$(VENV)/bin/antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
 
 units: $(TEST_STAMP)
 	tools/units.sh

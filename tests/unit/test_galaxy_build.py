@@ -20,7 +20,7 @@ LEFT_OUT = [".venv", ".ansible", ".ci", ".git", ".gitignore", ".ansible-lint", "
 SHIPPED = ["README.md", "LICENSE", "meta/runtime.yml", "plugins/modules/gpu_facts.py",
            "plugins/action/audit_report.py", "plugins/module_utils/collector.py", "plugins/plugin_utils/policy.py",
            "playbooks/audit.yml", "roles/driver/meta/argument_specs.yml", "docs/schema/gpu_facts.schema.json",
-           "changelogs/config.yaml"]
+           "changelogs/config.yaml", "changelogs/changelog.yaml"]
 
 
 def galaxy_version():
