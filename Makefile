@@ -4,7 +4,10 @@ SHELL := /bin/bash
 
 VENV := .venv
 VENV_PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+# Two stamps: what running the audit needs (the project's dependencies) and, on top of it, the test and lint
+# tools (the test extra). `make audit` installs only the first; every test target the second.
+RUNTIME_STAMP := $(VENV)/.installed-runtime
+TEST_STAMP := $(VENV)/.installed-test
 # ansible-core 2.20+ needs Python 3.12+; the machine's python3 may be older, so look further.
 PYTHON_CANDIDATES := python3.12 python3.13 $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python) \
 	$(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python) $(wildcard /usr/bin/python3.1[2-9]) python3
@@ -13,22 +16,27 @@ BASE_PYTHON ?= $(shell for p in $(PYTHON_CANDIDATES); do \
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: help venv system-packages audit test test-unit test-integration test-docs corpus-test sanity lint bench clean \
+.PHONY: help venv system-packages audit test test-unit test-integration test-docs corpus-test units sanity lint bench clean \
 	fleet-up fleet-down test-fleet
 
 help:
 	@echo "make audit   - set up .venv and audit the demo fleet (reports/latest)"
-	@echo "make test    - the whole test suite: unit, integration, docs, sanity, lint, simulated fleet"
+	@echo "make test    - the whole test suite: unit (pytest and ansible-test units), integration, docs, sanity, lint, simulated fleet"
+	@echo "make units   - the unit tests as ansible-test units runs them (tests/unit/requirements.txt)"
 	@echo "make corpus-test - only the tests that read the public corpus (GPUFLEET_CORPUS, else ../shared); fails without it"
 	@echo "make fleet-up / fleet-down / test-fleet - the simulated fleet of nspawn containers"
 
-venv: $(STAMP)
+venv: $(TEST_STAMP)
 
-$(STAMP): pyproject.toml
+$(RUNTIME_STAMP): pyproject.toml
 	@test -n "$(BASE_PYTHON)" || { echo "No Python 3.12+ found (tried: $(PYTHON_CANDIDATES))"; exit 1; }
 	@echo "Creating $(VENV) with $(BASE_PYTHON)"
 	$(BASE_PYTHON) -m venv $(VENV)
 	$(VENV_PY) -m pip install --quiet --upgrade pip
+	$(VENV_PY) -m pip install --quiet .
+	touch $@
+
+$(TEST_STAMP): $(RUNTIME_STAMP) pyproject.toml
 	$(VENV_PY) -m pip install --quiet ".[test]"
 	touch $@
 
@@ -38,7 +46,7 @@ $(STAMP): pyproject.toml
 # AUDIT_ARGS: extra ansible-playbook arguments; REPORT_DIR: where the run folders go.
 REPORT_DIR ?= reports
 AUDIT_ARGS ?=
-audit: $(STAMP)
+audit: $(RUNTIME_STAMP)
 	@$(VENV)/bin/ansible-playbook audit.yml -e gpufleet_report_dir='$(REPORT_DIR)' $(AUDIT_ARGS); status=$$?; echo; \
 	case $$status in \
 	0) echo "The audit passed: every host was audited and nothing is at or above the fail severity.";; \
@@ -51,48 +59,53 @@ audit: $(STAMP)
 	echo "Reports: $(abspath $(REPORT_DIR))/latest/ (report.html, report.json, junit.xml, gpufleet.prom, facts/;" \
 	     "a --limit run: latest-partial/)"
 
-test: system-packages test-unit test-docs test-integration sanity lint test-fleet
+test: system-packages test-unit units test-docs test-integration sanity lint test-fleet
 
 system-packages:
 	tools/ensure_system_packages.sh
 
-test-unit: $(STAMP)
+test-unit: $(TEST_STAMP)
 	$(VENV_PY) -m pytest tests/unit -q
 
-test-integration: $(STAMP)
+test-integration: $(TEST_STAMP)
 	$(VENV_PY) -m pytest tests/integration -q
 
 # The tests marked corpus read public captures and researched facts kept outside the repository
 # (GPUFLEET_CORPUS, else ../shared beside the checkout). `make test` runs them when the corpus is there and
 # skips them otherwise; here a missing corpus is a failure (GPUFLEET_CORPUS_REQUIRED turns the skips into failures).
-corpus-test: $(STAMP)
+corpus-test: $(TEST_STAMP)
 	$(VENV_PY) -m tests.support.corpus
 	GPUFLEET_CORPUS_REQUIRED=1 $(VENV_PY) -m pytest tests/unit tests/integration -q -m corpus
 
-test-docs: $(STAMP)
+test-docs: $(TEST_STAMP)
 	$(VENV_PY) tools/schema_to_return.py --check
 	$(VENV_PY) tools/policy_schema.py --check
 	$(VENV)/bin/ansible-doc gpufleet.core.gpu_facts >/dev/null
+	$(VENV)/bin/antsibull-changelog lint
+	$(VENV)/bin/antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
 
-sanity: $(STAMP)
+units: $(TEST_STAMP)
+	tools/units.sh
+
+sanity: $(TEST_STAMP)
 	tools/sanity.sh
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	tools/lint.sh
 
 # The simulated fleet: Debian containers under systemd-nspawn with a simulated NVIDIA stack (root only).
-fleet-up: $(STAMP)
+fleet-up: $(TEST_STAMP)
 	$(VENV_PY) tests/fleet/fleet.py up
 
 fleet-down:
 	python3 tests/fleet/fleet.py down
 
 # Brings a fresh fleet up, runs the fleet tests, and takes it down again, also when a test fails.
-test-fleet: $(STAMP)
+test-fleet: $(TEST_STAMP)
 	$(VENV_PY) tests/fleet/fleet.py up --fresh && $(VENV_PY) -m pytest tests/fleet -q; status=$$?; \
 	$(VENV_PY) tests/fleet/fleet.py down; exit $$status
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(VENV_PY) bench/run.py
 
 clean:

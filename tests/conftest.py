@@ -39,6 +39,18 @@ def _corpus_missing():
     pytest.skip(corpus_location.ABSENT)
 
 
+# Registered here rather than in pyproject.toml: `ansible-test units` runs pytest with an ini file of its own.
+MARKERS = [
+    "integration: runs ansible-playbook",
+    "corpus: reads the public corpus (GPUFLEET_CORPUS, else ../shared beside the checkout); skipped when it is absent",
+]
+
+
+def pytest_configure(config):
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
+
+
 def pytest_collection_modifyitems(items):
     """A test that takes the corpus fixture is a corpus test, so that `-m corpus` selects it."""
     for item in items:
