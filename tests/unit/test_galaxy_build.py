@@ -18,7 +18,7 @@ LEFT_OUT = [".venv", ".ansible", ".ci", ".git", ".gitignore", ".ansible-lint", "
             "build", "reports", "bench", "tools", "tests/fleet", "tests/output", "collections", "Makefile",
             "ansible.cfg", "pyproject.toml", "galaxy.yml", "audit.yml", "remediate.yml", "driver_rollout.yml"]
 SHIPPED = ["README.md", "LICENSE", "meta/runtime.yml", "plugins/modules/gpu_facts.py",
-           "plugins/action/audit_report.py", "plugins/module_utils/collector.py", "plugins/plugin_utils/policy.py",
+           "plugins/action/audit_report.py", "plugins/module_utils/collector.py", "plugins/plugin_utils/policy/__init__.py",
            "playbooks/audit.yml", "roles/driver/meta/argument_specs.yml", "docs/schema/gpu_facts.schema.json",
            "changelogs/config.yaml", "changelogs/changelog.yaml"]
 
