@@ -14,9 +14,13 @@ description:
   - The input is a mapping whose keys depend on O(step).
   - V(host) - what one host needs. Keys C(mode) (rollout, rollback, repair), C(policy) (the effective policy),
     C(facts) (gpu_facts), C(record) (the host's C(/var/lib/gpufleet/driver.json) or an empty mapping),
-    C(installed) (installed package version or null), C(force). Returns C(action) (none, install, restart),
-    C(target), C(installed), C(loaded), C(mismatch), C(refused) (reasons the compatibility data gives against
-    the version), C(error), C(expected_gpu_count), C(gpu_names).
+    C(installed) (installed package version or null) or C(packages) (C(ansible_facts.packages) of
+    M(ansible.builtin.package_facts), read for C(policy.driver.package) when C(installed) is not given),
+    C(package_version) (the exact package version to install, empty for the one of the target driver),
+    C(force). Returns C(action) (none, install, restart), C(target), C(installed), C(loaded), C(mismatch),
+    C(refused) (reasons the compatibility data gives against the version), C(error), C(expected_gpu_count),
+    C(gpu_names), C(install_names) (the package names with version that C(ansible.builtin.apt) and
+    C(ansible.builtin.dnf) install, as C(apt) and C(dnf); null without a package or a target).
   - V(verify) - problems after the change (an empty list when verified). Keys C(host), C(facts), C(policy),
     C(version), C(gpu_count).
   - V(record) - the host's new record. Keys C(record), C(plan), C(facts), C(now).
@@ -52,7 +56,8 @@ EXAMPLES = r"""
   ansible.builtin.set_fact:
     driver_host_plan: >-
       {{ {'mode': 'rollout', 'policy': ansible_facts.gpufleet_effective_policy, 'facts': ansible_facts.gpufleet,
-          'record': {}, 'installed': '550.90.07-1', 'force': false} | gpufleet.core.driver_plan('host') }}
+          'record': {}, 'packages': ansible_facts.packages, 'package_version': '', 'force': false}
+         | gpufleet.core.driver_plan('host') }}
 """
 
 RETURN = r"""
@@ -73,8 +78,14 @@ def _knowledge(policy):
 
 
 def _host(data):
-    return plan.plan_host(data["mode"], data["policy"], data.get("facts") or {}, data.get("record") or {},
-                          data.get("installed"), _knowledge(data["policy"]), bool(data.get("force")))
+    package = (data["policy"].get("driver") or {}).get("package")
+    installed = data.get("installed")
+    if installed is None and "packages" in data:
+        installed = plan.installed_package_version(data["packages"], package)
+    result = plan.plan_host(data["mode"], data["policy"], data.get("facts") or {}, data.get("record") or {},
+                            installed, _knowledge(data["policy"]), bool(data.get("force")))
+    result["install_names"] = plan.install_names(package, result["target"], data.get("package_version") or None)
+    return result
 
 
 def _verify(data):

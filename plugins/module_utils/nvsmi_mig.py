@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""MIG layout from the text tables of ``nvidia-smi mig -lgi``, ``-lci`` and ``-lgip``.
+"""MIG layout from the text tables of ``nvidia-smi mig -lgi`` and ``-lci``.
 
 nvidia-smi has no XML form of these listings, so each table row is matched by a
 regular expression on its own; borders, headers and wrapped second lines are
@@ -20,11 +20,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import a
 _LGI_ROW = re.compile(r"^\|\s*(\d+)\s+([^\d\s].*?)\s+(\d+)\s+(\d+)\s+(\d+):(\d+)\s*\|\s*$")
 # | GPU  GPU-instance-ID  Name  Profile-ID  Instance-ID  Start:Size |
 _LCI_ROW = re.compile(r"^\|\s*(\d+)\s+(\d+)\s+([^\d\s].*?)\s+(\d+)\s+(\d+)\s+(\d+):(\d+)\s*\|\s*$")
-# | GPU  Name  ID  Free/Total  Memory-GiB  P2P  SM  DEC  ENC |
-_LGIP_ROW = re.compile(
-    r"^\|\s*(\d+)\s+([^\d\s].*?)\s+(\d+)\*?\s+(\d+)/(\d+)\s+(\d+(?:\.\d+)?)\s+(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s*\|\s*$")
-# |  CE  JPEG  OFA |   (second line of an -lgip row)
-_LGIP_CONTINUATION = re.compile(r"^\|\s+(\d+)\s+(\d+)\s+(\d+)\s*\|\s*$")
 
 _EMPTY_LISTING_MARKERS = ("No GPU instances found", "No compute instances found", "No MIG-enabled devices found")
 
@@ -72,27 +67,6 @@ def parse_lci(text):
                 "placement": _placement(start, size),
             })
     return instances
-
-
-def parse_lgip(text):
-    """GPU instance profiles: [{gpu, profile_id, profile_name, instances_free, instances_total,
-    memory_gib, p2p, sm, dec, enc, ce, jpeg, ofa}]; ce/jpeg/ofa are None when the second line is missing."""
-    profiles = []
-    for line in _table_rows(text):
-        match = _LGIP_ROW.match(line)
-        if match:
-            gpu, name, profile_id, free, total, memory, p2p, sm, dec, enc = match.groups()
-            profiles.append({
-                "gpu": int(gpu), "profile_id": int(profile_id), "profile_name": profile_name(name),
-                "instances_free": int(free), "instances_total": int(total), "memory_gib": float(memory),
-                "p2p": {"yes": True, "no": False}.get(p2p.lower()),
-                "sm": int(sm), "dec": int(dec), "enc": int(enc), "ce": None, "jpeg": None, "ofa": None,
-            })
-            continue
-        match = _LGIP_CONTINUATION.match(line)
-        if match and profiles and profiles[-1]["ce"] is None:
-            profiles[-1]["ce"], profiles[-1]["jpeg"], profiles[-1]["ofa"] = [int(v) for v in match.groups()]
-    return profiles
 
 
 def _is_empty_listing(text):

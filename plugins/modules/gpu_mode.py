@@ -47,15 +47,8 @@ options:
         processes keep their contexts; the new mode applies to the next ones.
     type: bool
     default: false
-  nvidia_smi:
-    description:
-      - Path of C(nvidia-smi); found on the C(PATH) when not given.
-    type: path
-  timeout:
-    description:
-      - Seconds one C(nvidia-smi) call may run before it is killed and the module fails.
-    type: int
-    default: 60
+extends_documentation_fragment:
+  - gpufleet.core.nvidia_smi
 attributes:
   check_mode:
     description: Reports the GPUs and commands that would change, and changes nothing.
@@ -113,11 +106,10 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
-from ansible_collections.gpufleet.core.plugins.module_utils.gpu_processes import (
-    RecordingHost, describe_unknown, mark_unknown)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import nvidia_smi_module_host
-from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import collect_nvidia_smi
+from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_host import (
+    NvidiaSmiHostError, busy_among, diff_text, nvidia_smi_argument_spec, on_off, read_gpus, refuse_busy, refuse_unknown,
+    selected, stringify, unknown_among)
 
 COMPUTE_MODE_ARGS = {"default": "DEFAULT", "exclusive_process": "EXCLUSIVE_PROCESS", "prohibited": "PROHIBITED"}
 
@@ -126,36 +118,16 @@ ARGUMENT_SPEC = dict(
     compute_mode=dict(type="str", choices=sorted(COMPUTE_MODE_ARGS)),
     gpus=dict(type="list", elements="int"),
     allow_busy=dict(type="bool", default=False),
-    nvidia_smi=dict(type="path"),
-    timeout=dict(type="int", default=60),
+    **nvidia_smi_argument_spec(timeout=60)
 )
 
+WHAT_IS_READ = "the GPUs' modes"
+CHANGE = "compute mode"
+ALLOW_BUSY_HINT = "allow the change on busy GPUs (role variable gpu_settings_allow_busy, module option allow_busy)"
 
-class GpuModeError(Exception):
+
+class GpuModeError(NvidiaSmiHostError):
     """Stops the run with this message."""
-
-
-def read_gpus(host, timeout):
-    """{index: gpus[] fact} from nvidia-smi -q -x; GpuModeError when there is no report.
-
-    A GPU whose process list the report did not give completely has "processes" None (unknown)."""
-    facts = new_facts()
-    recording = RecordingHost(host)
-    if not collect_nvidia_smi(recording, facts, timeout):
-        reasons = "; ".join("%s: %s" % (error["call"], error["reason"]) for error in facts["errors"])
-        raise GpuModeError("cannot read the GPUs' modes: %s" % (reasons or "nvidia-smi gave no report"))
-    mark_unknown(facts, recording.last_query_xml)
-    return dict((gpu["index"], gpu) for gpu in facts["gpus"])
-
-
-def selected(gpus, wanted_indexes):
-    if wanted_indexes is None:
-        return sorted(gpus)
-    missing = sorted(set(wanted_indexes) - set(gpus))
-    if missing:
-        raise GpuModeError("GPU %s not found on this host (it has %s)" % (
-            ", ".join(map(str, missing)), ", ".join(map(str, sorted(gpus))) or "no GPU"))
-    return sorted(set(wanted_indexes))
 
 
 def modes(gpu):
@@ -174,27 +146,20 @@ def gpu_changes(gpu, persistence_mode, compute_mode):
     return changes
 
 
-def refuse_unknown(plans, gpus):
-    unknown = dict((index, gpus[index]["processes_unknown"]) for index, changes in sorted(plans.items())
-                   if any(setting == "compute_mode" for setting, _args in changes) and gpus[index].get("processes") is None)
+def compute_mode_changes(plans):
+    """Indexes of the planned GPUs whose compute mode changes: only those are refused when in use."""
+    return [index for index, changes in sorted(plans.items()) if any(setting == "compute_mode" for setting, _args in changes)]
+
+
+def refuse_in_use(plans, gpus):
+    changing = compute_mode_changes(plans)
+    unknown = unknown_among(changing, gpus)
     if unknown:
-        raise GpuModeError(
-            "the processes on GPUs whose compute mode must change are unknown (%s); nothing was changed. An unread "
-            "process list is not an idle GPU: make nvidia-smi -q -x answer completely and run again, or, after "
-            "making sure the GPUs are idle, allow the change on busy GPUs (role variable gpu_settings_allow_busy, "
-            "module option allow_busy)" % describe_unknown(unknown))
-
-
-def refuse_busy(plans, gpus):
-    busy = [(index, sorted(p["pid"] for p in gpus[index].get("processes") or []))
-            for index, changes in sorted(plans.items())
-            if any(setting == "compute_mode" for setting, _args in changes) and gpus[index].get("processes")]
+        refuse_unknown(unknown, CHANGE, ": make nvidia-smi -q -x answer completely and run again, or, after making "
+                       "sure the GPUs are idle, " + ALLOW_BUSY_HINT)
+    busy = busy_among(changing, gpus)
     if busy:
-        raise GpuModeError(
-            "processes use GPUs whose compute mode must change (%s); nothing was changed. Stop the GPU workloads "
-            "on this host (drain it) and run again, or allow the change on busy GPUs (role variable "
-            "gpu_settings_allow_busy, module option allow_busy)"
-            % "; ".join("GPU %d: pids %s" % (index, ", ".join(map(str, pids))) for index, pids in busy))
+        refuse_busy(busy, CHANGE, "Stop the GPU workloads on this host (drain it) and run again, or " + ALLOW_BUSY_HINT)
 
 
 def planned(gpu, persistence_mode, compute_mode):
@@ -212,22 +177,20 @@ def run_command(host, args, timeout):
         raise GpuModeError("nvidia-smi %s failed: %s" % (" ".join(args), result.describe_failure()))
 
 
-def diff_text(by_index):
-    return "".join("gpu %s: persistence_mode %s, compute_mode %s\n" % (
-        index, {True: "on", False: "off"}.get(values["persistence_mode"], "unknown"), values["compute_mode"] or "unknown")
-        for index, values in sorted(by_index.items()))
+def describe_modes(values):
+    return "persistence_mode %s, compute_mode %s" % (
+        on_off(values["persistence_mode"], "unknown"), values["compute_mode"] or "unknown")
 
 
 def run_module(module, host, done):
     params = module.params
-    gpus = read_gpus(host, params["timeout"])
+    gpus = read_gpus(host, params["timeout"], WHAT_IS_READ)
     indexes = selected(gpus, params["gpus"])
     plans = dict((index, gpu_changes(gpus[index], params["persistence_mode"], params["compute_mode"]))
                  for index in indexes)
     plans = dict((index, changes) for index, changes in plans.items() if changes)
     if not params["allow_busy"]:
-        refuse_unknown(plans, gpus)
-        refuse_busy(plans, gpus)
+        refuse_in_use(plans, gpus)
     commands = ["nvidia-smi " + " ".join(args) for _index, changes in sorted(plans.items()) for _s, args in changes]
     before = dict((index, modes(gpus[index])) for index in indexes)
     if module.check_mode:
@@ -238,7 +201,7 @@ def run_module(module, host, done):
             for _setting, args in changes:
                 run_command(host, args, params["timeout"])
                 done.append("nvidia-smi " + " ".join(args))
-        now = read_gpus(host, params["timeout"]) if plans else gpus
+        now = read_gpus(host, params["timeout"], WHAT_IS_READ) if plans else gpus
         after = dict((index, modes(now[index])) for index in indexes)
         still = [index for index in plans if gpu_changes(now[index], params["persistence_mode"], params["compute_mode"])]
         if still:
@@ -249,12 +212,8 @@ def run_module(module, host, done):
                   msg=("%s GPU %s." % ("Would change" if module.check_mode else "Changed", ", ".join(map(str, sorted(plans)))))
                   if plans else "Every selected GPU already has the wanted modes.")
     if module._diff:
-        result["diff"] = dict(before=diff_text(before), after=diff_text(after))
+        result["diff"] = dict(before=diff_text(before, describe_modes), after=diff_text(after, describe_modes))
     return result
-
-
-def stringify(by_index):
-    return dict((str(index), values) for index, values in by_index.items())
 
 
 def main():
@@ -263,7 +222,7 @@ def main():
     done = []
     try:
         result = run_module(module, host, done)
-    except GpuModeError as error:
+    except NvidiaSmiHostError as error:
         module.fail_json(msg=str(error), changed=bool(done), commands=done)
     module.exit_json(**result)
 

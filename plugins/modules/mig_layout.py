@@ -87,15 +87,13 @@ options:
         then create its instances. Without it such a GPU is reported in C(pending_reset).
     type: bool
     default: false
-  nvidia_smi:
-    description:
-      - Path of C(nvidia-smi); found on the C(PATH) when not given.
-    type: path
   timeout:
     description:
       - Seconds one C(nvidia-smi) call may run before it is killed and the module fails.
     type: int
     default: 300
+extends_documentation_fragment:
+  - gpufleet.core.nvidia_smi
 attributes:
   check_mode:
     description: Reads the state and returns the plan (C(commands)) without running it.
@@ -191,14 +189,14 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
-from ansible_collections.gpufleet.core.plugins.module_utils.gpu_processes import (
-    RecordingHost, describe_unknown, mark_unknown)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import nvidia_smi_module_host
 from ansible_collections.gpufleet.core.plugins.module_utils.mig_plan import (
     NEW_GI, MigConfigError, actual_layout, canonical_profile_name, feasibility_reasons, gpu_plan, instance_steps,
     layout_matches, parse_profile, step_command)
-from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import collect_nvidia_smi
+from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_host import (
+    NvidiaSmiHostError, busy_among, check_present, diff_text, nvidia_smi_argument_spec, on_off, pids, processes_known,
+    refuse_busy, refuse_unknown, stringify, unknown_among)
+from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_host import read_gpus as read_nvidia_smi
 
 MODE_ACTIONS = ("enable_mig", "disable_mig")
 _CREATED_GI = re.compile(r"created GPU instance ID\s+(\d+)", re.IGNORECASE)
@@ -213,12 +211,13 @@ ARGUMENT_SPEC = dict(
     profiles=dict(type="dict"),
     allow_drain=dict(type="bool", default=False),
     reset=dict(type="bool", default=False),
-    nvidia_smi=dict(type="path"),
-    timeout=dict(type="int", default=300),
+    **nvidia_smi_argument_spec(timeout=300)
 )
 
+CHANGE = "MIG layout"
 
-class MigLayoutError(Exception):
+
+class MigLayoutError(NvidiaSmiHostError):
     """Stops the run: msg for the user, plus what had been run already."""
 
 
@@ -258,14 +257,8 @@ def desired_by_index(params):
 # ---------------------------------------------------------------- reading the GPUs
 
 def read_gpus(host, timeout):
-    """{index: gpus[] fact} from nvidia-smi -q -x, -lgi and -lci; MigLayoutError when the state is not known."""
-    facts = new_facts()
-    recording = RecordingHost(host)
-    if not collect_nvidia_smi(recording, facts, timeout) or facts["errors"]:
-        reasons = "; ".join("%s: %s" % (error["call"], error["reason"]) for error in facts["errors"])
-        raise MigLayoutError("cannot read the GPUs' MIG state: %s" % (reasons or "nvidia-smi gave no report"))
-    mark_unknown(facts, recording.last_query_xml)
-    return dict((gpu["index"], gpu) for gpu in facts["gpus"])
+    """{index: gpus[] fact} from nvidia-smi -q -x, -lgi and -lci; NvidiaSmiHostError when the state is not known."""
+    return read_nvidia_smi(host, timeout, "the GPUs' MIG state", require_complete=True)
 
 
 def layout_summary(gpu):
@@ -274,22 +267,11 @@ def layout_summary(gpu):
             "devices": actual["devices"]}
 
 
-def pids(gpu):
-    return sorted(process["pid"] for process in gpu.get("processes") or [])
-
-
-def processes_known(gpu):
-    return isinstance(gpu.get("processes"), list)
-
-
 # ---------------------------------------------------------------- planning
 
 def check_input(desired, gpus):
     """Every listed GPU exists and can take its layout; otherwise MigLayoutError with all the reasons."""
-    missing = sorted(index for index in desired if index not in gpus)
-    if missing:
-        raise MigLayoutError("GPU %s not found on this host (it has %s)" % (
-            ", ".join(map(str, missing)), ", ".join(map(str, sorted(gpus))) or "no GPU"))
+    check_present(gpus, desired)
     reasons = []
     for index in sorted(desired):
         reasons.extend(feasibility_reasons(gpus[index], desired[index], desired[index]["profiles"]))
@@ -307,28 +289,21 @@ def plan_all(desired, gpus, allow_reset):
     return plans
 
 
-def busy_gpus(plans, gpus):
-    return dict((index, pids(gpus[index])) for index, plan in plans.items() if plan["steps"] and pids(gpus[index]))
+def changing(plans):
+    return sorted(index for index, plan in plans.items() if plan["steps"])
 
 
-def unknown_gpus(plans, gpus):
-    return dict((index, gpus[index]["processes_unknown"]) for index, plan in plans.items()
-                if plan["steps"] and not processes_known(gpus[index]))
-
-
-def refuse_unknown(unknown):
-    raise MigLayoutError(
-        "the processes on GPUs whose MIG layout must change are unknown (%s); nothing was changed. An unread "
-        "process list is not an idle GPU, also with allow_drain: make nvidia-smi -q -x answer completely and "
-        "run again" % describe_unknown(unknown))
-
-
-def refuse_busy(busy):
-    described = "; ".join("GPU %d: pids %s" % (index, ", ".join(map(str, found))) for index, found in sorted(busy.items()))
-    raise MigLayoutError(
-        "processes use GPUs whose MIG layout must change (%s); nothing was changed. Drain the host (stop the GPU "
-        "workloads) and run again, or set mig.allow_drain: true in the policy so that the mig_layout role stops "
-        "the services of workload.services around the change (module option allow_drain)" % described)
+def refuse_in_use(plans, gpus, allow_drain):
+    """Refuses GPUs to change whose processes are unknown, and those in use unless allow_drain; {index: pids} in use."""
+    unknown = unknown_among(changing(plans), gpus)
+    if unknown:
+        refuse_unknown(unknown, CHANGE, ", also with allow_drain: make nvidia-smi -q -x answer completely and run again")
+    busy = busy_among(changing(plans), gpus)
+    if busy and not allow_drain:
+        refuse_busy(busy, CHANGE, "Drain the host (stop the GPU workloads) and run again, or set mig.allow_drain: true "
+                    "in the policy so that the mig_layout role stops the services of workload.services around the "
+                    "change (module option allow_drain)")
+    return busy
 
 
 def planned_layout(gpu, desired, plan):
@@ -476,17 +451,17 @@ def summary_message(commands, pending, check_mode):
     return done + pending_message(pending)
 
 
-def diff_text(layouts):
-    lines = []
-    for index in sorted(layouts):
-        layout = layouts[index]
-        devices = ", ".join("%s x%d" % (name, count) for name, count in sorted((layout["devices"] or {}).items()))
-        pending = layout["mig_enabled_pending"]
-        lines.append("gpu %s: mig %s%s, devices: %s" % (
-            index, {True: "on", False: "off"}.get(layout["mig_enabled"], "unsupported"),
-            "" if pending is None or pending == layout["mig_enabled"] else " (%s after reset)" % ("on" if pending else "off"),
-            devices or "none"))
-    return "\n".join(lines) + "\n"
+def describe_layout(layout):
+    devices = ", ".join("%s x%d" % (name, count) for name, count in sorted((layout["devices"] or {}).items()))
+    pending = layout["mig_enabled_pending"]
+    return "mig %s%s, devices: %s" % (
+        on_off(layout["mig_enabled"], "unsupported"),
+        "" if pending is None or pending == layout["mig_enabled"] else " (%s after reset)" % on_off(pending, ""),
+        devices or "none")
+
+
+def layout_diff(layouts):
+    return diff_text(layouts, describe_layout) or "\n"
 
 
 def run_module(module, host, runner):
@@ -495,12 +470,7 @@ def run_module(module, host, runner):
     gpus = read_gpus(host, params["timeout"])
     check_input(desired, gpus)
     plans = plan_all(desired, gpus, params["reset"])
-    unknown = unknown_gpus(plans, gpus)
-    if unknown:
-        refuse_unknown(unknown)
-    busy = busy_gpus(plans, gpus)
-    if busy and not params["allow_drain"]:
-        refuse_busy(busy)
+    busy = refuse_in_use(plans, gpus, params["allow_drain"])
     before = dict((index, layout_summary(gpus[index])) for index in desired)
     if module.check_mode:
         commands = [step_command(item) for _index, plan in sorted(plans.items()) for item in plan["steps"]]
@@ -517,12 +487,8 @@ def run_module(module, host, runner):
                   layout=dict(before=stringify(before), after=stringify(after)),
                   msg=" ".join([summary_message(commands, pending, module.check_mode)] + runner.notes))
     if module._diff:
-        result["diff"] = dict(before=diff_text(before), after=diff_text(after))
+        result["diff"] = dict(before=layout_diff(before), after=layout_diff(after))
     return result
-
-
-def stringify(layouts):
-    return dict((str(index), layout) for index, layout in layouts.items())
 
 
 def main():
@@ -531,7 +497,7 @@ def main():
     runner = Runner(host, nvidia_smi, module.params["timeout"])
     try:
         result = run_module(module, host, runner)
-    except (MigLayoutError, MigConfigError) as error:
+    except (NvidiaSmiHostError, MigConfigError) as error:
         module.fail_json(msg=str(error), changed=bool(runner.commands), commands=runner.commands)
     module.exit_json(**result)
 

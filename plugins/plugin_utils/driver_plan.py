@@ -51,6 +51,16 @@ def installed_package_version(packages, name):
     return version or None
 
 
+def install_names(package, target, package_version=None):
+    """{"apt": name, "dnf": name} that install `package` at exactly the wanted version: package_version when
+    given, otherwise the package whose upstream version is the driver version `target` (apt matches any
+    Debian revision of it with '*'). None when there is no package or no target."""
+    if not package or not (package_version or target):
+        return None
+    return {"apt": "%s=%s" % (package, package_version or "%s*" % target),
+            "dnf": "%s-%s" % (package, package_version or target)}
+
+
 def same_version(a, b):
     return a is not None and b is not None and compare_versions(str(a), str(b)) == 0
 

@@ -67,7 +67,3 @@ def _summary_text(host, result):
 def _error_suffix(facts):
     count = len(facts.get("errors") or [])
     return " errors=%d" % count if count else ""
-
-
-def summary_lines(results_by_host):
-    return [summary_line(host, results_by_host[host]) for host in sorted(results_by_host)]

@@ -20,7 +20,8 @@ import pytest
 
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import parse_kernel_log
-from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_mig import parse_lci, parse_lgi, parse_lgip
+from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_mig import parse_lci, parse_lgi
+from tests.support.nvsmi_lgip import parse_lgip
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import collect_nvidia_smi, parse_nvidia_smi_xml
 from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import load_knowledge
 from tests.support.live_host import live_host

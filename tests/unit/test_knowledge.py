@@ -8,7 +8,7 @@ import pytest
 import yaml
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_mig import parse_lgip
+from tests.support.nvsmi_lgip import parse_lgip
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import parse_nvidia_smi_xml
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import FIX_ROLES, LAYERS, SEVERITIES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import (

@@ -9,7 +9,8 @@ import pytest
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts, new_gpu
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost
 from ansible_collections.gpufleet.core.plugins.module_utils.nvml_collect import gpu_instance_profile_name, mig_memory_gb
-from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_mig import collect_mig_layout, parse_lgi, parse_lgip
+from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_mig import collect_mig_layout, parse_lgi
+from tests.support.nvsmi_lgip import parse_lgip
 from tests.unit.schema_check import assert_valid_facts
 
 LGIP_HEADER = """+-----------------------------------------------------------------------------+

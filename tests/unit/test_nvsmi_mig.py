@@ -7,7 +7,8 @@ import pytest
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts, new_gpu
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_mig import (
-    collect_mig_layout, parse_lci, parse_lgi, parse_lgip, profile_name)
+    collect_mig_layout, parse_lci, parse_lgi, profile_name)
+from tests.support.nvsmi_lgip import parse_lgip
 from tests.support.corpus import read_realdata
 from tests.unit.schema_check import assert_valid_facts
 

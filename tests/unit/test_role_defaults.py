@@ -39,9 +39,18 @@ def role_defaults(role):
 
 
 def main_options(role):
+    """Options of the role's main entry point; of every entry point for a role without one (systemd_dropin,
+    which the other roles include with tasks_from)."""
     specs = read_yaml("roles", role, "meta", "argument_specs.yml")
-    assert specs and "main" in specs["argument_specs"], "roles/%s has no argument_specs for main" % role
-    return specs["argument_specs"]["main"].get("options") or {}
+    assert specs and specs.get("argument_specs"), "roles/%s has no argument_specs" % role
+    entry_points = specs["argument_specs"]
+    if "main" in entry_points or role != "systemd_dropin":
+        assert "main" in entry_points, "roles/%s has no argument_specs for main" % role
+        return entry_points["main"].get("options") or {}
+    options = {}
+    for entry_point in entry_points.values():
+        options.update(entry_point.get("options") or {})
+    return options
 
 
 def role_task_text(role):
@@ -72,7 +81,7 @@ def jinja_default_of(name, task_text):
 
 
 def test_every_role_is_checked():
-    assert ROLES == ["driver", "gpu_settings", "mig_layout", "restart_policy", "worker_limits"]
+    assert ROLES == ["driver", "gpu_settings", "mig_layout", "restart_policy", "systemd_dropin", "worker_limits"]
 
 
 @pytest.mark.parametrize("role", ROLES)
