@@ -5,7 +5,7 @@ Each host is a dict:
     description  one line; inventories/demo/hosts.yml repeats it as gpufleet_demo_scenario
     group        the inventory group it belongs to (all groups sit under gpu_fleet)
     source       "nvml" or "nvidia_smi": the backend that answers on this host
-    nvml         a SimulatedNvmlLibrary scenario (tests/support/nvml_sim.py), or None
+    nvml         a SimulatedNvmlLibrary scenario (simulator/nvml_sim.py), or None
     host         what the host answers, in ReplayHost's shape: now, bins, files, dirs, commands
 
 tools/make_demo_fleet.py runs the real collectors against each host and keeps, as the fixture,
@@ -26,7 +26,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.host_facts import (
     AER_FILES, SERVICE_UNITS, SYSTEMCTL_PROPERTIES)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import command_key
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import journalctl_argv
-from tests.support.nvml_sim import scenario_h100_node
+from simulator.nvml_sim import scenario_h100_node
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the project's own nvidia-smi -q -x document of a Tesla T4 (tests/fixtures/samples/README.md)

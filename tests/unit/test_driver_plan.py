@@ -8,7 +8,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils import driver_plan a
 from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import load_knowledge
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
 from ansible_collections.gpufleet.core.plugins.filter.driver_plan import driver_plan as driver_plan_filter
-from tests.unit.schema_check import assert_valid_facts
+from tests.support.schema_check import assert_valid_facts
 
 KNOWLEDGE = load_knowledge()
 H100 = "NVIDIA H100 80GB HBM3"

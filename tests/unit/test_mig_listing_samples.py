@@ -10,7 +10,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import n
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost
 from ansible_collections.gpufleet.core.plugins.module_utils.nvml_collect import gpu_instance_profile_name, mig_memory_gb
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_mig import collect_mig_layout, parse_lgi, parse_lgip
-from tests.unit.schema_check import assert_valid_facts
+from tests.support.schema_check import assert_valid_facts
 
 LGIP_HEADER = """+-----------------------------------------------------------------------------+
 | GPU instance profiles:                                                      |
