@@ -5,6 +5,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diag
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import LAYERS, SEVERITIES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import load_knowledge
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
+from simulator.gpu_models import model
 from tests.support.schema_check import assert_valid_facts
 
 
@@ -28,24 +29,37 @@ def service(name, state="running", restart="no"):
     return {"name": name, "state": state, "enabled": state != "not_found" or None, "restart": restart}
 
 
+def set_model(gpu, name):
+    """Sets the properties of the GPU model `name` from the simulated models' catalog."""
+    entry = model(name)
+    limits = entry["power_limits_w"]
+    gpu.update(name=name, board_part_number=entry["board_part_number"], architecture=entry["architecture"],
+               compute_capability=entry["compute_capability"])
+    gpu["memory"]["total_mib"] = entry["memory_total_mib"]
+    gpu["power"].update(limit_w=limits["default"], default_limit_w=limits["default"], min_limit_w=limits["min"],
+                        max_limit_w=limits["max"])
+    gpu["pcie"].update(gen_current=entry["pcie_gen_max"], gen_max=entry["pcie_gen_max"])
+    gpu["nvlinks"] = [{"link": link, "active": True,
+                       "errors": {"replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": 0}}
+                      for link in range(entry["nvlinks"])]
+
+
 def h100_gpu(index):
     gpu = new_gpu(index)
-    gpu.update(name=H100, uuid="GPU-5d2f61c8-3b0a-4c7e-9a41-0c8e7d1f2a%02d" % index,
-               serial="165432100%04d" % index, pci_bus_id=H100_BUS_IDS[index], board_part_number="692-2G520-0200-000",
-               vbios_version="96.00.89.00.01", architecture="hopper", compute_capability="9.0",
-               compute_mode="default", persistence_mode=True, performance_state="P0")
-    gpu["memory"].update(total_mib=81559, used_mib=68712, free_mib=12847, reserved_mib=0)
+    set_model(gpu, H100)
+    gpu.update(uuid="GPU-5d2f61c8-3b0a-4c7e-9a41-0c8e7d1f2a%02d" % index,
+               serial="165432100%04d" % index, pci_bus_id=H100_BUS_IDS[index],
+               vbios_version="96.00.89.00.01", compute_mode="default", persistence_mode=True, performance_state="P0")
+    gpu["memory"].update(used_mib=68712, free_mib=12847, reserved_mib=0)
     gpu["temperature"].update(gpu_c=61, slowdown_c=89, shutdown_c=92, memory_c=70)
-    gpu["power"].update(draw_w=612.4, limit_w=700.0, default_limit_w=700.0, min_limit_w=200.0, max_limit_w=700.0)
+    gpu["power"]["draw_w"] = 612.4
     gpu["clock_event_reasons"] = {"mask": 0, "active": []}
     gpu["utilization"] = {"gpu_pct": 97, "memory_pct": 61}
     gpu["ecc"].update(mode_current=True, mode_pending=True, volatile_corrected=0, volatile_uncorrected=0,
                       aggregate_corrected=0, aggregate_uncorrected=0)
     gpu["remapped_rows"].update(correctable=0, uncorrectable=0, pending=False, failure=False)
-    gpu["pcie"].update(gen_current=5, gen_max=5, width_current=16, width_max=16, replay_counter=0,
+    gpu["pcie"].update(width_current=16, width_max=16, replay_counter=0,
                        aer={"correctable": 0, "nonfatal": 0, "fatal": 0, "counters": {}})
-    gpu["nvlinks"] = [{"link": link, "active": True,
-                       "errors": {"replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": 0}} for link in range(18)]
     gpu["mig"].update(mode_current=False, mode_pending=False)
     gpu["fabric"] = {"state": "completed", "status": "success", "clique_id": 32766,
                      "cluster_uuid": "be03e929-7122-560b-8d3b-9dcff95fd6e5"}
@@ -133,11 +147,10 @@ def crowded_l40s_node():
     """4x L40S; GPU 0 shared by 12 workers using 45072 of 46068 MiB (demo host gpu-l40s-crowded-10)."""
     facts = healthy_node(gpus=4, driver="550.127.05")
     for gpu, bus in zip(facts["gpus"], L40S_BUS_IDS):
-        gpu.update(name="NVIDIA L40S", pci_bus_id=bus, architecture="ada", compute_capability="8.9",
-                   vbios_version="95.02.66.00.02", nvlinks=[], fabric=None)
-        gpu["memory"].update(total_mib=46068, used_mib=30720, free_mib=15348)
-        gpu["power"].update(limit_w=350.0, default_limit_w=350.0, max_limit_w=350.0, draw_w=281.0)
-        gpu["pcie"].update(gen_current=4, gen_max=4)
+        set_model(gpu, "NVIDIA L40S")
+        gpu.update(pci_bus_id=bus, vbios_version="95.02.66.00.02", fabric=None)
+        gpu["memory"].update(used_mib=30720, free_mib=15348)
+        gpu["power"]["draw_w"] = 281.0
         gpu["temperature"].update(slowdown_c=90, shutdown_c=93)
         gpu["mig"] = {"mode_current": None, "mode_pending": None, "gpu_instances": []}
         gpu["processes"] = workers(2, 15360, first_pid=32000 + 10 * gpu["index"])
