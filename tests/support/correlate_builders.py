@@ -7,8 +7,6 @@ from tests.support.rule_builders import KNOWLEDGE, policy, xid_event
 
 
 CAUSE_KEYS = {"id", "kind", "layer", "severity", "summary", "hosts", "evidence", "action"}
-
-
 GSP_TIMEOUT = "Timeout after 6s of waiting for RPC response from GPU1 GSP! Expected function 76 (GSP_RM_CONTROL)"
 
 

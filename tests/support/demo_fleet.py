@@ -3,8 +3,10 @@
 import functools
 import json
 import os
+
 import pynvml
 import yaml
+
 from ansible_collections.gpufleet.core.plugins.module_utils.collector import Collection
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import parse_nvidia_smi_xml

@@ -2,7 +2,9 @@
 
 import calendar
 import time
+
 import pytest
+
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
 
 

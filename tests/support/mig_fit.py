@@ -1,6 +1,7 @@
 """Brute-force MIG placement: the reference the MIG layout planner is checked against."""
 
 import itertools
+
 from ansible_collections.gpufleet.core.plugins.plugin_utils.mig_config import gpu_instances_needed
 
 

@@ -8,8 +8,6 @@ import sys
 
 
 SIM_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fleet", "sim")
-
-
 A100 = "NVIDIA A100-SXM4-80GB"
 
 

@@ -1,8 +1,5 @@
 """Synthetic nvidia-smi -q -x documents written for the tests."""
 
-
-
-
 SYNTHETIC = """<?xml version="1.0" ?>
 <!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">
 <nvidia_smi_log>

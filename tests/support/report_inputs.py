@@ -2,24 +2,15 @@
 
 import functools
 import os
+
 import xmlschema
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
 JUNIT_XSD = os.path.join(ROOT, "tests", "fixtures", "junit", "junit-10.xsd")
-
-
 HOSTILE_PROCESS = "<script>alert(1)</script>"
-
-
 HOSTILE_HOST = 'evil"</script><script>document.documentElement.setAttribute("data-pwned","1")</script>'
-
-
 HOSTILE_SUMMARY = 'GPU <img src=x onerror="document.title=\'pwned\'"> & "quotes" \\ back\nslash\x00\x1b'
-
-
 RUN = {
     "id": "20260301T120000Z",
     "started_at": "2026-03-01T12:00:00Z",

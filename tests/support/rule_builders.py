@@ -10,14 +10,8 @@ from tests.support.schema_check import assert_valid_facts
 
 
 KNOWLEDGE = load_knowledge()
-
-
 COLLECTED_AT = "2026-11-30T06:00:00Z"
-
-
 H100 = "NVIDIA H100 80GB HBM3"
-
-
 H100_BUS_IDS = ("0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0",
                 "0000:9a:00.0", "0000:ab:00.0", "0000:ba:00.0", "0000:db:00.0")
 
