@@ -46,8 +46,8 @@ def assert_nvml_gpu_shows_catalog(gpu):
     assert gpu["architecture"] == expected["architecture"]
     assert gpu["compute_capability"] == expected["compute_capability"]
     assert gpu["memory"]["total_mib"] == expected["memory_total_mib"]
-    assert (gpu["power"]["min_limit_w"], gpu["power"]["max_limit_w"]) == (expected["min_limit_w"],
-                                                                         expected["max_limit_w"])
+    assert gpu["power"]["min_limit_w"] == expected["min_limit_w"]
+    assert gpu["power"]["max_limit_w"] == expected["max_limit_w"]
     assert len(gpu["nvlinks"]) == expected["nvlinks"]
 
 

@@ -15,7 +15,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import (
     collect_kernel_log, parse_kernel_log)
 from tests.support.corpus import read_realdata, read_reference
 from tests.support.schema_check import assert_valid_facts
-from tests.support.kernel_log_builders import NOW, facts_with_events, utc_epoch, utc_zone  # noqa: F401  (utc_zone: autouse fixture)
+from tests.support.kernel_log_builders import NOW, facts_with_events, utc_epoch, utc_zone  # noqa: F401  pylint: disable=unused-import
 
 NVRM_FILE = "kernel-log_nvrm_lines_part1.txt"
 KMSG_FILES = ("kmsg_nvidia-peermem_errors_gpud.log", "kmsg_nvswitch_open_gpud.log")

@@ -5,9 +5,7 @@ pids, versions, times) are our own; the shapes are those the NVIDIA driver print
 
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import parse_kernel_log
 from tests.support.schema_check import assert_valid_facts
-from tests.support.kernel_log_builders import NOW, facts_with_events, utc_epoch, utc_zone  # noqa: F401  (utc_zone: autouse fixture)
-
-
+from tests.support.kernel_log_builders import NOW, facts_with_events, utc_epoch, utc_zone  # noqa: F401  pylint: disable=unused-import
 
 
 def valid(xids, kernel):

@@ -23,7 +23,9 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_prometheus import render_prometheus
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_terminal import render_terminal
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import write_reports
-from tests.support.report_inputs import HOSTILE_HOST, HOSTILE_PROCESS, HOSTILE_SUMMARY, ROOT, RULES_RUN, RUN, demo_like_inputs, embedded_data, finding, hostile_inputs, large_inputs, load_junit_schema
+from tests.support.report_inputs import (
+    HOSTILE_HOST, HOSTILE_PROCESS, HOSTILE_SUMMARY, ROOT, RULES_RUN, RUN, demo_like_inputs, embedded_data, finding,
+    hostile_inputs, large_inputs, load_junit_schema)
 
 REPORT_SCHEMA = os.path.join(ROOT, "docs", "schema", "report.schema.json")
 

@@ -83,7 +83,6 @@ IDLE_READINGS = {
 }
 
 
-
 def load_gpu_models(path=CATALOG_PATH):
     """The simulated models: the catalog's properties of each model of IDLE_READINGS, and its readings."""
     with open(path) as handle:
