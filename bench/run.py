@@ -50,7 +50,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.nvml_fixture import 
     ReplayLibrary, use_library)
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import (  # noqa: E402
     collect_nvidia_smi, parse_nvidia_smi_xml)
-from tests.support.nvml_sim import SimulatedNvmlLibrary, scenario_h100_node  # noqa: E402
+from simulator.nvml_sim import SimulatedNvmlLibrary, scenario_h100_node  # noqa: E402
 
 from corpus import realdata_dir  # noqa: E402
 from diagnose_bench import SIZES as DIAGNOSE_SIZES, diagnose_bench, print_diagnose  # noqa: E402
@@ -68,7 +68,7 @@ GPU_SUBSETS = ["all", "!host", "!kernel_log"]
 GPU_SUBSETS_NO_NVLINK = ["all", "!host", "!kernel_log", "!nvlink"]
 PROC_DRIVER_VERSION = "/proc/driver/nvidia/version"
 KERNEL_MODULE_LINE = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  %s  Thu Jan  1 00:00:00 UTC 2026\n"
-# Bus numbers of an 8-GPU HGX baseboard, as in tests/support/nvml_sim.py
+# Bus numbers of an 8-GPU HGX baseboard, as in simulator/nvml_sim.py
 HGX_BUSES = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
 
 
@@ -141,7 +141,7 @@ def record_fixture(source, inner_host, subsets, nvml_library=None):
 
 
 def nvml_fixture(subsets):
-    """8x H100 from tests/support/nvml_sim.py, recorded through the real pynvml."""
+    """8x H100 from simulator/nvml_sim.py, recorded through the real pynvml."""
     scenario = scenario_h100_node(GPU_COUNT)
     host = ReplayHost({"files": {PROC_DRIVER_VERSION: KERNEL_MODULE_LINE % scenario["driver_version"]}})
     return record_fixture("nvml", host, subsets, nvml_library=SimulatedNvmlLibrary(scenario))
@@ -306,7 +306,7 @@ def collection_bench(realdata, rounds, warmup):
         "inputs": {
             "gpus": GPU_COUNT,
             "subsets": Collection(gather_subset=GPU_SUBSETS).subsets,
-            "nvml_scenario": "tests/support/nvml_sim.py scenario_h100_node(8), recorded through pynvml",
+            "nvml_scenario": "simulator/nvml_sim.py scenario_h100_node(8), recorded through pynvml",
             "nvml_fixture_calls": nvml_calls,
             "nvml_fixture_calls_no_nvlink": len(nvml_no_links["nvml"]["calls"]),
             "nvml_fixture_json_bytes": len(json.dumps(nvml_full)),

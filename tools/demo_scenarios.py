@@ -5,7 +5,7 @@ Each host is a dict:
     description  one line; inventories/demo/hosts.yml repeats it as gpufleet_demo_scenario
     group        the inventory group it belongs to (all groups sit under gpu_fleet)
     source       "nvml" or "nvidia_smi": the backend that answers on this host
-    nvml         a SimulatedNvmlLibrary scenario (tests/support/nvml_sim.py), or None
+    nvml         a SimulatedNvmlLibrary scenario (simulator/nvml_sim.py), or None
     host         what the host answers, in ReplayHost's shape: now, bins, files, dirs, commands
 
 tools/make_demo_fleet.py runs the real collectors against each host and keeps, as the fixture,
@@ -26,7 +26,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.host_facts import (
     AER_FILES, SERVICE_UNITS, SYSTEMCTL_PROPERTIES)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import command_key
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import journalctl_argv
-from tests.support.nvml_sim import scenario_h100_node
+from simulator.nvml_sim import catalog_values, scenario_h100_node
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the project's own nvidia-smi -q -x document of a Tesla T4 (tests/fixtures/samples/README.md)
@@ -155,22 +155,23 @@ def _rows_clean():
 
 def a100_gpu(index):
     """One idle A100-SXM4-80GB of an HGX/DGX A100 board: ECC on, 12 NVLinks up, MIG capable but off."""
+    a100 = catalog_values("NVIDIA A100-SXM4-80GB")
     return {
-        "name": "NVIDIA A100-SXM4-80GB",
+        "name": a100["name"],
         "uuid": None,
         "serial": None,
         "pci_bus_id": "00000000:%02X:00.0" % _A100_BUSES[index % len(_A100_BUSES)],
-        "pci_device_id": 0x20B210DE,
-        "pci_subsystem_id": 0x147F10DE,
-        "board_part_number": "692-2G506-0210-002",
+        "pci_device_id": a100["pci_device_id"],
+        "pci_subsystem_id": a100["pci_subsystem_id"],
+        "board_part_number": a100["board_part_number"],
         "vbios_version": "92.00.45.00.05",
-        "architecture": pynvml.NVML_DEVICE_ARCH_AMPERE,
-        "compute_capability": [8, 0],
-        "memory": {"total_mib": 81920, "reserved_mib": 591, "used_mib": 0},
-        "bar1": {"total_mib": 131072, "used_mib": 1},
+        "architecture": a100["architecture"],
+        "compute_capability": a100["compute_capability"],
+        "memory": {"total_mib": a100["memory_total_mib"], "reserved_mib": 591, "used_mib": 0},
+        "bar1": {"total_mib": a100["bar1_total_mib"], "used_mib": 1},
         "temperature": {"gpu_c": 30 + index % 4, "slowdown_c": 89, "shutdown_c": 92},
-        "power": {"draw_w": 61.127 + index, "limit_w": 400.0, "default_limit_w": 400.0,
-                  "min_limit_w": 100.0, "max_limit_w": 400.0},
+        "power": {"draw_w": 61.127 + index, "limit_w": a100["limit_w"], "default_limit_w": a100["limit_w"],
+                  "min_limit_w": a100["min_limit_w"], "max_limit_w": a100["max_limit_w"]},
         "fan_speed_pct": None,
         "clocks": {"graphics_mhz": 210, "sm_mhz": 210, "memory_mhz": 1593,
                    "max_graphics_mhz": 1410, "max_sm_mhz": 1410, "max_memory_mhz": 1593},
@@ -180,8 +181,9 @@ def a100_gpu(index):
         "ecc": _ecc_clean(),
         "retired_pages": None,
         "remapped_rows": _rows_clean(),
-        "pcie": {"gen_current": 4, "gen_max": 4, "width_current": 16, "width_max": 16, "replay_counter": 0},
-        "nvlinks": _links(12),
+        "pcie": {"gen_current": a100["pcie_gen_max"], "gen_max": a100["pcie_gen_max"], "width_current": 16,
+                 "width_max": 16, "replay_counter": 0},
+        "nvlinks": _links(a100["nvlinks"]),
         "compute_mode": pynvml.NVML_COMPUTEMODE_DEFAULT,
         "persistence_mode": True,
         "mig": {"current": 0, "pending": 0, "profiles": A100_80GB_GI_PROFILES, "gpu_instances": []},
@@ -194,22 +196,23 @@ def a100_gpu(index):
 
 def l40s_gpu(index):
     """One idle L40S (48 GB GDDR6, PCIe only): no NVLink, no MIG, no fabric, passive cooling."""
+    l40s = catalog_values("NVIDIA L40S")
     return {
-        "name": "NVIDIA L40S",
+        "name": l40s["name"],
         "uuid": None,
         "serial": None,
         "pci_bus_id": "00000000:%02X:00.0" % _L40S_BUSES[index % len(_L40S_BUSES)],
-        "pci_device_id": 0x26B910DE,
-        "pci_subsystem_id": 0x185110DE,
-        "board_part_number": "900-2G133-0080-000",
+        "pci_device_id": l40s["pci_device_id"],
+        "pci_subsystem_id": l40s["pci_subsystem_id"],
+        "board_part_number": l40s["board_part_number"],
         "vbios_version": "95.02.66.00.02",
-        "architecture": pynvml.NVML_DEVICE_ARCH_ADA,
-        "compute_capability": [8, 9],
-        "memory": {"total_mib": 46068, "reserved_mib": 567, "used_mib": 0},
-        "bar1": {"total_mib": 65536, "used_mib": 1},
+        "architecture": l40s["architecture"],
+        "compute_capability": l40s["compute_capability"],
+        "memory": {"total_mib": l40s["memory_total_mib"], "reserved_mib": 567, "used_mib": 0},
+        "bar1": {"total_mib": l40s["bar1_total_mib"], "used_mib": 1},
         "temperature": {"gpu_c": 27 + index % 3, "slowdown_c": 90, "shutdown_c": 93},
-        "power": {"draw_w": 33.512 + index, "limit_w": 350.0, "default_limit_w": 350.0,
-                  "min_limit_w": 100.0, "max_limit_w": 350.0},
+        "power": {"draw_w": 33.512 + index, "limit_w": l40s["limit_w"], "default_limit_w": l40s["limit_w"],
+                  "min_limit_w": l40s["min_limit_w"], "max_limit_w": l40s["max_limit_w"]},
         "fan_speed_pct": None,
         "clocks": {"graphics_mhz": 210, "sm_mhz": 210, "memory_mhz": 405,
                    "max_graphics_mhz": 2520, "max_sm_mhz": 2520, "max_memory_mhz": 9001},
@@ -219,8 +222,9 @@ def l40s_gpu(index):
         "ecc": _ecc_clean(),
         "retired_pages": None,
         "remapped_rows": _rows_clean(),
-        "pcie": {"gen_current": 4, "gen_max": 4, "width_current": 16, "width_max": 16, "replay_counter": 0},
-        "nvlinks": [],
+        "pcie": {"gen_current": l40s["pcie_gen_max"], "gen_max": l40s["pcie_gen_max"], "width_current": 16,
+                 "width_max": 16, "replay_counter": 0},
+        "nvlinks": _links(l40s["nvlinks"]),
         "compute_mode": pynvml.NVML_COMPUTEMODE_DEFAULT,
         "persistence_mode": True,
         "mig": None,

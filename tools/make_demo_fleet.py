@@ -28,7 +28,7 @@ import pynvml  # noqa: E402  pylint: disable=wrong-import-position
 import demo_scenarios  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.gpufleet.core.plugins.module_utils.collector import Collection  # noqa: E402
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost  # noqa: E402
-from tests.support.nvml_sim import SimulatedNvmlLibrary  # noqa: E402
+from simulator.nvml_sim import SimulatedNvmlLibrary  # noqa: E402
 
 FIXTURES = os.path.join(ROOT, "inventories", "demo", "fixtures")
 # The simulated hosts have no process address spaces (/proc/<pid>/maps) to scan for driver clients.

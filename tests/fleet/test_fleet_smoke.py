@@ -6,7 +6,7 @@ import sys
 import time
 
 import fleet as fleet_module
-from tests.unit.schema_check import assert_valid_facts
+from tests.support.schema_check import assert_valid_facts
 
 
 def host_of(name):

@@ -28,8 +28,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.mig_config import (
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import (
     FleetPolicies, PolicyError, effective_policy_of, validate_fragments, validate_policy)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_scheduling import mig_plan
-from tests.unit.test_rules_custom import custom
-from tests.unit.test_rules_hardware import findings_of, healthy_node
+from tests.support.rule_builders import custom
+from tests.support.rule_builders import findings_of, healthy_node
 
 SECRET = "SECRETd3adb33f"
 MIG_V1 = "version: v1\nmig-configs:\n  all-disabled:\n    - devices: all\n      mig-enabled: false\n"

@@ -5,9 +5,10 @@ import pytest
 
 from ansible_collections.gpufleet.core.plugins.module_utils import collector
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost
-from tests.support.nvml_sim import SimulatedNvmlLibrary, scenario_h100_node
-from tests.unit.schema_check import assert_valid_facts
+from simulator.nvml_sim import SimulatedNvmlLibrary, scenario_h100_node
+from tests.support.schema_check import assert_valid_facts
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts, new_gpu
+from tests.support.hanging_host import HangingOn
 
 
 @pytest.mark.parametrize("requested, expected", [
@@ -86,30 +87,8 @@ def test_bad_fixture_is_refused_with_its_path(fixture, message):
     assert "/srv/f.json" in str(info.value)
 
 
-class _HangingOn:
-    """Wraps a simulated library; one C function blocks as NVML does on a GPU that fell off the bus."""
-
-    def __init__(self, library, function, gpu_address_index, seconds):
-        self._library = library
-        self._function = function
-        self._seconds = seconds
-        self._index = gpu_address_index
-
-    def __getattr__(self, name):
-        real = getattr(self._library, name)
-        if name != self._function:
-            return real
-
-        def blocking(*args):
-            if int(getattr(args[0], "value", args[0])) == self._index:
-                time.sleep(self._seconds)
-            return real(*args)
-        blocking.restype = real.restype
-        return blocking
-
-
 def test_hung_nvml_call_returns_finished_gpus_within_the_timeout():
-    library = _HangingOn(SimulatedNvmlLibrary(scenario_h100_node(4)), "nvmlDeviceGetHandleByIndex_v2", 2, 30)
+    library = HangingOn(SimulatedNvmlLibrary(scenario_h100_node(4)), "nvmlDeviceGetHandleByIndex_v2", 2, 30)
     started = time.monotonic()
     facts = collector.Collection(source="nvml", gather_subset=["min"], timeout=2, pynvml=pynvml,
                                  host=ReplayHost({}), nvml_library=library).run()[0]

@@ -185,7 +185,7 @@ def test_the_module_answers_within_its_timeout_when_the_commands_hang(tmp_path, 
     import json  # pylint: disable=import-outside-toplevel
     from ansible.module_utils.testing import patch_module_args  # pylint: disable=import-outside-toplevel
     from ansible_collections.gpufleet.core.plugins.modules import gpu_facts  # pylint: disable=import-outside-toplevel
-    from tests.unit.schema_check import assert_valid_facts  # pylint: disable=import-outside-toplevel
+    from tests.support.schema_check import assert_valid_facts  # pylint: disable=import-outside-toplevel
     folder = tmp_path / "bin"
     folder.mkdir()
     script(folder, "nvidia-smi", "sleep 60 & echo '<?xml version=\"1.0\" ?>'; wait\n")

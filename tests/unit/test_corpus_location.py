@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from tests.support import corpus
-from tests.unit.schema_check import ROOT
+from tests.support.schema_check import ROOT
 
 A_CORPUS_TEST = "tests/unit/test_nvsmi_mig.py::test_h100_lgip"
 

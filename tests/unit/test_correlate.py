@@ -1,31 +1,8 @@
 """Likely causes across hosts: the driver, one card, or how work is packed onto GPUs."""
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.correlate import correlate
-from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_fleet
-from tests.unit.schema_check import assert_valid_facts
-from tests.unit.test_rules_hardware import KNOWLEDGE, healthy_node, policy, xid_event
-from tests.unit.test_rules_workload import crowded_l40s_node
-
-CAUSE_KEYS = {"id", "kind", "layer", "severity", "summary", "hosts", "evidence", "action"}
-GSP_TIMEOUT = "Timeout after 6s of waiting for RPC response from GPU1 GSP! Expected function 76 (GSP_RM_CONTROL)"
-
-
-def audit(fleet, the_policy=None):
-    the_policy = the_policy or policy()
-    for facts in fleet.values():
-        if facts is not None:
-            assert_valid_facts(facts)
-    policies = {host: the_policy for host in fleet}
-    findings = diagnose_fleet(fleet, policies, KNOWLEDGE)
-    causes = correlate(fleet, findings, policies)
-    for cause in causes:
-        assert set(cause) == CAUSE_KEYS
-    return findings, causes
-
-
-def with_xids(facts, xid, bus, count, message=GSP_TIMEOUT, day="2026-11-29"):
-    facts["xid_events"] += [xid_event(xid, bus, "%sT0%d:00:00Z" % (day, n), message=message) for n in range(count)]
-    return facts
+from tests.support.rule_builders import healthy_node, xid_event
+from tests.support.rule_builders import crowded_l40s_node
+from tests.support.correlate_builders import audit, with_xids
 
 
 def r535_node():

@@ -6,8 +6,8 @@ import os
 
 import jsonschema
 
-from tests.unit.test_correlate import audit, with_xids
-from tests.unit.test_rules_hardware import healthy_node
+from tests.support.correlate_builders import audit, with_xids
+from tests.support.rule_builders import healthy_node
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DRIVER_A, DRIVER_B = "550.54.15", "550.90.07"
@@ -139,7 +139,7 @@ def test_errors_only_where_one_workload_runs_point_at_that_workload():
 
 
 def test_the_crowded_host_is_still_the_concurrency_cause():
-    from tests.unit.test_rules_workload import crowded_l40s_node
+    from tests.support.rule_builders import crowded_l40s_node
     fleet = {"gpu-01": crowded_l40s_node(), "gpu-02": healthy_node(), "gpu-03": healthy_node()}
     with_xids(fleet["gpu-01"], 31, "0000:41:00.0", 1, message="MMU Fault")
     _findings, causes = audit(fleet)

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.core.plugins.module_utils.collector import Collection
-from tests.unit.schema_check import ROOT, assert_valid_facts
+from tests.support.schema_check import ROOT, assert_valid_facts
 
 DEMO = os.path.join(ROOT, "inventories", "demo")
 FIXTURES = os.path.join(DEMO, "fixtures")

@@ -6,9 +6,9 @@ import os
 import pytest
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_host
-from tests.unit.schema_check import ROOT
-from tests.unit.test_diagnose_demo import nvidia_smi_facts
-from tests.unit.test_rules_hardware import KNOWLEDGE, policy
+from tests.support.schema_check import ROOT
+from tests.support.demo_fleet import nvidia_smi_facts
+from tests.support.rule_builders import KNOWLEDGE, policy
 
 SAMPLES = os.path.join(ROOT, "tests", "fixtures", "samples")
 

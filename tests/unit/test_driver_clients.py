@@ -13,7 +13,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.driver_clients impor
     collect_driver_clients, container_of, nvidia_libraries, scan_driver_clients)
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import LiveHost
-from tests.unit.schema_check import assert_valid_facts
+from tests.support.schema_check import assert_valid_facts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PYTHON39 = "/root/.pyenv/versions/3.9.18/bin/python"

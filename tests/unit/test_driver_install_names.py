@@ -3,7 +3,7 @@ version read from package_facts, and the package names apt and dnf install."""
 
 from ansible_collections.gpufleet.core.plugins.filter.driver_plan import driver_plan as driver_plan_filter
 from ansible_collections.gpufleet.core.plugins.plugin_utils import driver_plan as D
-from tests.unit.test_driver_plan import PACKAGE, facts, policy
+from tests.support.driver_plan_builders import PACKAGE, facts, policy
 
 
 def host_plan(**inputs):

@@ -3,43 +3,13 @@ data, verification after the change, the host's record, canary batches, the stop
 
 import pytest
 
-from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts, new_gpu, new_process
 from ansible_collections.gpufleet.core.plugins.plugin_utils import driver_plan as D
 from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import load_knowledge
-from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
 from ansible_collections.gpufleet.core.plugins.filter.driver_plan import driver_plan as driver_plan_filter
-from tests.unit.schema_check import assert_valid_facts
+from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
+from tests.support.driver_plan_builders import H100, PACKAGE, facts, policy
 
 KNOWLEDGE = load_knowledge()
-H100 = "NVIDIA H100 80GB HBM3"
-PACKAGE = "gpufleet-nvidia-driver"
-
-
-def policy(**driver):
-    return validate_policy({"driver": dict({"package": PACKAGE}, **driver), "persistence_mode": None})
-
-
-def facts(version="550.90.07", gpus=2, name=H100, mismatch=False, lost=(), processes=0):
-    result = new_facts()
-    result["nvidia_present"] = not mismatch
-    result["source"] = "nvidia_smi"
-    result["collected_at"] = "2026-01-01T00:00:00Z"
-    result["gather_subset"] = ["gpus", "processes", "host"]
-    driver = result["driver"]
-    if mismatch:
-        driver.update(mismatch=True, mismatch_reason="nvidia-smi: Driver/library version mismatch",
-                      userspace_version=mismatch, kernel_module_version=version)
-    else:
-        driver.update(version=version, userspace_version=version)
-        for index in range(gpus):
-            gpu = new_gpu(index)
-            gpu.update(name=name, architecture="hopper", pci_bus_id="00000000:%02X:00.0" % (0x18 + index),
-                       lost=index in lost)
-            if index == 0 and processes:
-                gpu["processes"] = [dict(new_process(4000 + n), name="python3") for n in range(processes)]
-            result["gpus"].append(gpu)
-    assert_valid_facts(result)
-    return result
 
 
 def plan(mode="rollout", pol=None, fct=None, record=None, installed="550.90.07-1", force=False):

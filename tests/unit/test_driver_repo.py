@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.schema_check import ROOT
+from tests.support.schema_check import ROOT
 
 FLEET_DIR = Path(ROOT) / "tests" / "fleet"
 SIM_DIR = FLEET_DIR / "sim"

@@ -26,7 +26,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import col
 from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import load_knowledge
 from tests.support.live_host import live_host
 from tests.support.corpus import read_realdata
-from tests.unit.schema_check import ROOT, assert_valid_facts, assert_valid_gpu
+from tests.support.schema_check import ROOT, assert_valid_facts, assert_valid_gpu
 
 SIM_DIR = os.path.join(ROOT, "tests", "fleet", "sim")
 NVIDIA_SMI = os.path.join(SIM_DIR, "nvidia_smi.py")

@@ -15,7 +15,7 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Paths (or their first folders) that must never be shipped.
 LEFT_OUT = [".venv", ".ansible", ".ci", ".git", ".gitignore", ".ansible-lint", ".pytest_cache", ".hypothesis",
-            "build", "reports", "bench", "tools", "tests/fleet", "tests/output", "collections", "Makefile",
+            "build", "reports", "bench", "tools", "simulator", "tests/fleet", "tests/output", "collections", "Makefile",
             "ansible.cfg", "pyproject.toml", "galaxy.yml", "audit.yml", "remediate.yml", "driver_rollout.yml"]
 SHIPPED = ["README.md", "LICENSE", "meta/runtime.yml", "plugins/modules/gpu_facts.py",
            "plugins/action/audit_report.py", "plugins/module_utils/collector.py", "plugins/plugin_utils/policy/__init__.py",

@@ -8,7 +8,7 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpufleet.core.plugins.modules import gpu_facts
-from tests.unit.schema_check import ROOT, assert_valid_facts
+from tests.support.schema_check import ROOT, assert_valid_facts
 
 T4_XML = os.path.join(ROOT, "tests", "fixtures", "samples", "nvsmi-q-x_tesla-t4_515.105.01.xml")
 

@@ -6,7 +6,7 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpufleet.core.plugins.modules import gpu_mode
-from tests.unit.test_mig_layout_module import A100, SIM_STATE, sim_on_path
+from tests.support.mig_sim import A100, SIM_STATE, sim_on_path
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
 from ansible_collections.gpufleet.core.plugins.module_utils.host_facts import (
     collect_host, collect_pcie_aer, parse_systemctl_show, read_kernel_module_version)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost
-from tests.unit.schema_check import ROOT, assert_valid_facts
+from tests.support.schema_check import ROOT, assert_valid_facts
 
 # --- /proc/driver/nvidia/version ------------------------------------------------------------
 

@@ -10,9 +10,9 @@ from ansible_collections.gpufleet.core.plugins.module_utils.host_io import LiveH
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import collect_kernel_log, parse_kernel_log
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import parse_nvidia_smi_xml
 from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_host
-from tests.unit.schema_check import assert_valid_facts
-from tests.unit.test_nvsmi_xml import SYNTHETIC
-from tests.unit.test_rules_hardware import KNOWLEDGE, policy
+from tests.support.schema_check import assert_valid_facts
+from tests.support.nvsmi_samples import SYNTHETIC
+from tests.support.rule_builders import KNOWLEDGE, policy
 
 NOW = calendar.timegm((2026, 11, 30, 12, 0, 0, 0, 0, 0))
 FAKE_XID = "NVRM: Xid (PCI:0000:01:00): 79, pid=1, name=x, GPU has fallen off the bus."

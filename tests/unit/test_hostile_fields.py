@@ -9,7 +9,7 @@ import copy
 
 import pytest
 
-from tests.unit.test_rules_hardware import findings_of, healthy_node, policy, service, xid_event
+from tests.support.rule_builders import findings_of, healthy_node, policy, service, xid_event
 
 # Text a hostile or unlucky host could put in any free-text field: each matches a pattern some rule
 # looks for in another field.

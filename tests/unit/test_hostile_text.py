@@ -21,8 +21,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.report_junit import 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_terminal import render_terminal
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import render_json
-from tests.unit.test_reports import RUN, embedded_data, finding, load_junit_schema
-from tests.unit.test_rules_hardware import healthy_node
+from tests.support.report_inputs import RUN, embedded_data, finding, load_junit_schema
+from tests.support.rule_builders import healthy_node
 
 ANSI = "\x1b[2J\x1b[31mOK\x1b[0m"
 TITLE = "\x1b]0;pwned\x07"

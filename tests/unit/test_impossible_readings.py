@@ -8,9 +8,9 @@ from ansible_collections.gpufleet.core.plugins.module_utils import collector
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
     drop_impossible_readings, new_facts, new_gpu)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost
-from tests.support.nvml_sim import SimulatedNvmlLibrary, scenario_h100_node
-from tests.unit.schema_check import assert_valid_facts
-from tests.unit.test_nvsmi_xml import SYNTHETIC
+from simulator.nvml_sim import SimulatedNvmlLibrary, scenario_h100_node
+from tests.support.schema_check import assert_valid_facts
+from tests.support.nvsmi_samples import SYNTHETIC
 
 
 def errors_by_field(facts):

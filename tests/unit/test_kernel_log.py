@@ -2,7 +2,6 @@
 catalog in the public corpus (tests marked corpus), and by the project's own lines (here and in
 tests/unit/test_kernel_log_samples.py)."""
 
-import calendar
 import functools
 import time
 
@@ -15,27 +14,11 @@ from ansible_collections.gpufleet.core.plugins.module_utils.host_io import Repla
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import (
     collect_kernel_log, parse_kernel_log)
 from tests.support.corpus import read_realdata, read_reference
-from tests.unit.schema_check import assert_valid_facts
+from tests.support.schema_check import assert_valid_facts
+from tests.support.kernel_log_builders import NOW, facts_with_events, utc_epoch, utc_zone  # noqa: F401  pylint: disable=unused-import
 
 NVRM_FILE = "kernel-log_nvrm_lines_part1.txt"
 KMSG_FILES = ("kmsg_nvidia-peermem_errors_gpud.log", "kmsg_nvswitch_open_gpud.log")
-
-
-def _utc(text):
-    return calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%S"))
-
-
-NOW = _utc("2026-11-30T12:00:00")
-
-
-@pytest.fixture(autouse=True)
-def utc_zone(monkeypatch):
-    """syslog and dmesg --ctime times are local: pin the zone so results do not depend on the machine."""
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 @functools.lru_cache(maxsize=None)
@@ -56,14 +39,6 @@ def _catalog_examples():
     return yaml.safe_load(read_reference("xid_catalog.yaml"))["log_format"]["examples"]
 
 
-def _facts_with(xids, kernel):
-    facts = new_facts()
-    facts["collected_at"] = "2026-11-30T12:00:00Z"
-    facts["xid_events"] = xids
-    facts["kernel_events"] = kernel
-    return facts
-
-
 # --- the realdata blocks, one format each ------------------------------------------------
 
 @pytest.mark.corpus
@@ -81,7 +56,7 @@ def test_dmesg_ctime_block_gives_its_four_xids_and_skips_peermem_noise():
     assert last["pid"] == 1797828
     assert last["process_name"] == "pt_main_thread"
     assert last["message"] == "Ch 00000008, errorString CTX SWITCH TIMEOUT, Info 0x58005"
-    assert_valid_facts(_facts_with(xids, kernel))
+    assert_valid_facts(facts_with_events(xids, kernel))
 
 
 @pytest.mark.corpus
@@ -115,7 +90,7 @@ def test_older_driver_lines_without_name_field():
 
 @pytest.mark.corpus
 def test_syslog_012_escapes_give_the_api_mismatch_versions():
-    now = _utc("2023-07-01T00:00:00")
+    now = utc_epoch("2023-07-01T00:00:00")
     xids, kernel = parse_kernel_log(_blocks()["stackhpc/ansible-slurm-appliance#287"], now=now)
     assert xids == []
     assert len(kernel) == 1
@@ -125,12 +100,12 @@ def test_syslog_012_escapes_give_the_api_mismatch_versions():
     assert event["time"] == "2023-06-30T11:07:05Z"
     assert "#012" not in event["message"] and "NVRM" not in event["message"]
     assert event["message"].endswith("components have the same version.")
-    assert_valid_facts(_facts_with(xids, kernel))
+    assert_valid_facts(facts_with_events(xids, kernel))
 
 
 @pytest.mark.corpus
 def test_syslog_year_is_the_previous_one_when_the_date_would_be_in_the_future():
-    now = _utc("2024-01-02T00:00:00")
+    now = utc_epoch("2024-01-02T00:00:00")
     kernel = parse_kernel_log(_blocks()["stackhpc/ansible-slurm-appliance#287"], now=now)[1]
     assert kernel[0]["time"] == "2023-06-30T11:07:05Z"
 
@@ -142,7 +117,7 @@ def test_raw_dmesg_indented_continuation_gives_the_api_mismatch_versions():
     assert xids == []
     assert [(e["client_version"], e["kernel_module_version"]) for e in kernel] == [("515.48.07", "510.73.05")]
     assert kernel[0]["time"] == "7386.259769"
-    placed = parse_kernel_log(block, now=NOW, boot_time=_utc("2022-06-01T10:00:00"))[1]
+    placed = parse_kernel_log(block, now=NOW, boot_time=utc_epoch("2022-06-01T10:00:00"))[1]
     assert placed[0]["time"] == "2022-06-01T12:03:06.259769Z"
 
 
@@ -151,7 +126,7 @@ def test_the_whole_realdata_file_parses_without_noise():
     xids, kernel = parse_kernel_log(read_realdata(NVRM_FILE), now=NOW)
     assert len(xids) == 4 + 4 + 7 + 2
     assert [e["kind"] for e in kernel] == ["api_mismatch", "api_mismatch"]
-    assert_valid_facts(_facts_with(xids, kernel))
+    assert_valid_facts(facts_with_events(xids, kernel))
 
 
 # --- /dev/kmsg ------------------------------------------------------------------------------
@@ -172,7 +147,7 @@ def test_kmsg_records_carrying_nvrm_lines_get_boot_relative_times():
     xids = parse_kernel_log(text, now=NOW)[0]
     assert [e["time"] for e in xids] == ["206.764307", "206.764310"]
     assert xids[1]["message"].endswith("0x00000000)")  # the KEY=value lines are not message text
-    boot = _utc("2026-11-30T11:00:00")
+    boot = utc_epoch("2026-11-30T11:00:00")
     placed = parse_kernel_log(text, now=NOW, boot_time=boot)[0]
     assert [e["time"] for e in placed] == ["2026-11-30T11:03:26.764307Z", "2026-11-30T11:03:26.764310Z"]
     assert [e["xid"] for e in placed] == [149, 149]
@@ -276,7 +251,7 @@ Jan 16 14:04:39 pyrite kernel: [44643.002867] NVRM: GPU 0000:06:00.0: GPU has fa
 
 
 def test_xid_79_is_an_xid_event_without_a_duplicate_fallen_event():
-    xids, kernel = parse_kernel_log(PYRITE, now=_utc("2024-01-17T00:00:00"))
+    xids, kernel = parse_kernel_log(PYRITE, now=utc_epoch("2024-01-17T00:00:00"))
     assert [(e["pci_bus_id"], e["xid"], e["pid"]) for e in xids] == [("0000:05:00.0", 79, 1173), ("0000:06:00.0", 79, 1173)]
     assert xids[0]["message"] == "GPU has fallen off the bus."
     assert xids[0]["time"] == "2024-01-16T14:04:39Z"
@@ -285,7 +260,7 @@ def test_xid_79_is_an_xid_event_without_a_duplicate_fallen_event():
 
 def test_fallen_off_bus_without_an_xid_line():
     line = "Jan 16 14:04:39 pyrite kernel: [44643.002806] NVRM: GPU 0000:05:00.0: GPU has fallen off the bus."
-    xids, kernel = parse_kernel_log(line, now=_utc("2024-01-17T00:00:00"))
+    xids, kernel = parse_kernel_log(line, now=utc_epoch("2024-01-17T00:00:00"))
     assert xids == []
     assert [(e["kind"], e["pci_bus_id"]) for e in kernel] == [("fallen_off_bus", "0000:05:00.0")]
     assert kernel[0]["message"] == "GPU 0000:05:00.0: GPU has fallen off the bus."
@@ -312,7 +287,7 @@ def test_fallen_off_bus_wordings(text, pci):
     assert xids == []
     assert [(e["kind"], e["pci_bus_id"]) for e in kernel] == [("fallen_off_bus", pci)]
     assert kernel[0]["message"].endswith("has fallen off the bus and is not responding to commands.")
-    assert_valid_facts(_facts_with(xids, kernel))
+    assert_valid_facts(facts_with_events(xids, kernel))
 
 
 def test_api_mismatch_over_separate_syslog_records():
@@ -322,7 +297,7 @@ def test_api_mismatch_over_separate_syslog_records():
         "NVRM: make sure that this kernel module and all NVIDIA driver",
         "NVRM: components have the same version.",
         "NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics Exception"))
-    xids, kernel = parse_kernel_log(text, now=_utc("2023-07-01T00:00:00"))
+    xids, kernel = parse_kernel_log(text, now=utc_epoch("2023-07-01T00:00:00"))
     assert [(e["client_version"], e["kernel_module_version"]) for e in kernel] == [("535.54.03", "530.30.02")]
     assert [e["xid"] for e in xids] == [13]
     assert xids[0]["message"] == "Graphics Exception"
@@ -371,7 +346,7 @@ _PIECES = ["\n", " ", "  NVRM: ", "NVRM: Xid (PCI:", "0000:cb:00", " GPU-I:05", 
        st.none() | st.floats(min_value=0, max_value=2e9))
 def test_damaged_logs_never_raise_and_stay_in_schema(pieces, boot_time):
     xids, kernel = parse_kernel_log("".join(pieces), now=NOW, window_seconds=72 * 3600, boot_time=boot_time)
-    assert_valid_facts(_facts_with(xids, kernel))
+    assert_valid_facts(facts_with_events(xids, kernel))
 
 
 def test_empty_text():

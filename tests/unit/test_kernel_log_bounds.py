@@ -12,8 +12,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.host_io import Repla
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import (
     KEEP_FIRST, KEEP_LAST, MAX_XID_GROUPS, EventBounds, collect_kernel_log, parse_kernel_log)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_host
-from tests.unit.schema_check import assert_valid_facts
-from tests.unit.test_rules_hardware import KNOWLEDGE, policy
+from tests.support.schema_check import assert_valid_facts
+from tests.support.rule_builders import KNOWLEDGE, policy
 
 NOW = calendar.timegm((2026, 11, 30, 12, 0, 0, 0, 0, 0))
 JOURNALCTL = "journalctl _TRANSPORT=kernel -o short-iso --no-pager --since=-72h"

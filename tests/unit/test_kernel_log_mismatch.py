@@ -9,7 +9,7 @@ import pytest
 
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import parse_kernel_log
-from tests.unit.schema_check import assert_valid_facts
+from tests.support.schema_check import assert_valid_facts
 
 NOW = calendar.timegm(time.strptime("2026-11-30T12:00:00", "%Y-%m-%dT%H:%M:%S"))
 

@@ -4,15 +4,12 @@ dmesg continuation lines, /dev/kmsg records, MIG-attributed and legacy Xid lines
 pids, versions, times) are our own; the shapes are those the NVIDIA driver prints."""
 
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import parse_kernel_log
-from tests.unit.schema_check import assert_valid_facts
-from tests.unit import test_kernel_log
-from tests.unit.test_kernel_log import NOW, _facts_with, _utc
-
-utc_zone = test_kernel_log.utc_zone  # the autouse fixture that pins TZ=UTC, here too
+from tests.support.schema_check import assert_valid_facts
+from tests.support.kernel_log_builders import NOW, facts_with_events, utc_epoch, utc_zone  # noqa: F401  pylint: disable=unused-import
 
 
 def valid(xids, kernel):
-    assert_valid_facts(_facts_with(xids, kernel))
+    assert_valid_facts(facts_with_events(xids, kernel))
 
 
 DMESG_CTIME = "".join(line + "\n" for line in [
@@ -117,9 +114,9 @@ def test_syslog_012_escapes_give_the_api_mismatch_versions():
 
 
 def test_syslog_date_after_now_is_last_year():
-    kernel = parse_kernel_log(SYSLOG_012, now=_utc("2027-01-10T00:00:00"))[1]
+    kernel = parse_kernel_log(SYSLOG_012, now=utc_epoch("2027-01-10T00:00:00"))[1]
     assert kernel[0]["time"] == "2026-10-02T08:14:37Z"
-    kernel = parse_kernel_log(SYSLOG_012, now=_utc("2026-09-01T00:00:00"))[1]
+    kernel = parse_kernel_log(SYSLOG_012, now=utc_epoch("2026-09-01T00:00:00"))[1]
     assert kernel[0]["time"] == "2025-10-02T08:14:37Z"
 
 
@@ -128,7 +125,7 @@ def test_raw_dmesg_continuation_lines():
     assert xids == []
     assert [(e["client_version"], e["kernel_module_version"], e["time"]) for e in kernel] == [
         ("535.183.06", "535.161.08", "912.004411")]
-    placed = parse_kernel_log(RAW_DMESG_CONTINUATION, now=NOW, boot_time=_utc("2026-11-30T10:00:00"))[1]
+    placed = parse_kernel_log(RAW_DMESG_CONTINUATION, now=NOW, boot_time=utc_epoch("2026-11-30T10:00:00"))[1]
     assert placed[0]["time"] == "2026-11-30T10:15:12.004411Z"
 
 
@@ -137,7 +134,7 @@ def test_kmsg_records_with_key_value_lines():
     assert [(e["xid"], e["time"], e["pid"]) for e in xids] == [(48, "143.118502", 9044), (63, "143.118530", 9044)]
     assert xids[0]["message"].endswith("at partition 3, subpartition 0.")  # not the KEY=value lines
     assert kernel == []
-    placed = parse_kernel_log(KMSG, now=NOW, boot_time=_utc("2026-11-30T11:00:00"))[0]
+    placed = parse_kernel_log(KMSG, now=NOW, boot_time=utc_epoch("2026-11-30T11:00:00"))[0]
     assert [e["time"] for e in placed] == ["2026-11-30T11:02:23.118502Z", "2026-11-30T11:02:23.118530Z"]
     valid(xids, kernel)
 

@@ -13,7 +13,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import par
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import FIX_ROLES, LAYERS, SEVERITIES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import (
     compare_versions, driver_branch, load_knowledge, normalize_architecture, shipped_tables)
-from tests.support.nvml_sim import h100_gpu
+from simulator.nvml_sim import h100_gpu
 from tests.support.corpus import NVSMI_XML_CAPTURES, read_realdata, read_reference
 
 

@@ -7,7 +7,6 @@ runs the same loaders and placement on the project's own config and the shipped 
 """
 
 import functools
-import itertools
 import re
 
 import pytest
@@ -23,7 +22,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.mig_config import (
     gpu_instances_needed, layout_diff, load_mig_parted_config, load_mig_parted_config_file, parse_profile,
     plan_layout, product_name_device_ids, selected_entries)
 from tests.support.corpus import read_realdata, read_reference, reference_path
-from tests.unit.schema_check import assert_valid_gpu
+from tests.support.schema_check import assert_valid_gpu
+from tests.support.mig_fit import exhaustive_fit
 
 CONFIGS = "nvidia-mig-parted-configs/"
 OPERATOR_CONFIG = CONFIGS + "gpu-operator_default-mig-parted-config.config.yaml"
@@ -496,23 +496,6 @@ def test_plan_moves_an_existing_instance_that_blocks_the_rest():
 def test_plan_of_a_layout_that_cannot_fit_raises():
     with pytest.raises(MigConfigError, match="3g.40gb x3 does not fit"):
         plan_layout({"3g.40gb": 3}, a100_80())
-
-
-def exhaustive_fit(devices, mig_model):
-    """Reference answer: try every combination of placements (small layouts only)."""
-    instances = gpu_instances_needed(devices)
-    profiles = mig_model["profiles"]
-    if any(i.profile not in profiles for i in instances):
-        return False
-    if sum(profiles[i.profile]["compute_slices"] for i in instances) > mig_model["slices"]:
-        return False
-    if any(sum(1 for i in instances if i.profile == name) > profiles[name]["max_instances"] for name in profiles):
-        return False
-    for combination in itertools.product(*[profiles[i.profile]["placements"] for i in instances]):
-        slices = [s for p in combination for s in range(p["start"], p["start"] + p["size"])]
-        if len(slices) == len(set(slices)):
-            return True
-    return False
 
 
 @pytest.mark.corpus

@@ -13,8 +13,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import loa
 from ansible_collections.gpufleet.core.plugins.plugin_utils.mig_config import (
     MigConfigError, check_feasible, desired_layout, load_mig_parted_config, load_mig_parted_config_file, plan_layout)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import PolicyError, validate_policy
-from tests.unit.schema_check import ROOT
-from tests.unit.test_mig_config import exhaustive_fit
+from tests.support.schema_check import ROOT
+from tests.support.mig_fit import exhaustive_fit
 
 SAMPLES = os.path.join(ROOT, "tests", "fixtures", "samples")
 CONFIG = os.path.join(SAMPLES, "mig-parted_config.yaml")

@@ -11,7 +11,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.host_io import Repla
 from ansible_collections.gpufleet.core.plugins.module_utils.nvml_collect import gpu_instance_profile_name, mig_memory_gb
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_mig import collect_mig_layout, parse_lgi
 from tests.support.nvsmi_lgip import parse_lgip
-from tests.unit.schema_check import assert_valid_facts
+from tests.support.schema_check import assert_valid_facts
 
 LGIP_HEADER = """+-----------------------------------------------------------------------------+
 | GPU instance profiles:                                                      |

@@ -9,8 +9,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils import nvml_collect
 from ansible_collections.gpufleet.core.plugins.module_utils.nvml_collect import (
     compute_instance_profile_name, gpu_instance_profile_name, mig_memory_gb, userspace_version_from_nvml)
 from tests.support.corpus import read_realdata
-from tests.support.nvml_sim import SimulatedNvmlLibrary, collect_through, scenario_h100_node
-from tests.unit.schema_check import assert_valid_facts, assert_valid_gpu
+from simulator.nvml_sim import SimulatedNvmlLibrary, collect_through, scenario_h100_node
+from tests.support.schema_check import assert_valid_facts, assert_valid_gpu
 
 H100_BUSES = ["0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0",
               "0000:9a:00.0", "0000:ab:00.0", "0000:ba:00.0", "0000:db:00.0"]

@@ -11,8 +11,8 @@ import pytest
 
 from ansible_collections.gpufleet.core.plugins.module_utils.nvml_fixture import (
     FixtureMiss, RecordingLibrary, ReplayLibrary, fixture_document, use_library)
-from tests.support.nvml_sim import SimulatedNvmlLibrary, collect_through, scenario_h100_node
-from tests.unit.schema_check import assert_valid_facts
+from simulator.nvml_sim import SimulatedNvmlLibrary, collect_through, scenario_h100_node
+from tests.support.schema_check import assert_valid_facts
 
 FAKE_UUID = re.compile(r"^GPU-00000000-0000-4000-8000-[0-9a-f]{12}$")
 

@@ -16,7 +16,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.host_io import Comma
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import (
     NvidiaSmiParseError, collect_nvidia_smi, parse_nvidia_smi_xml)
 from tests.support.corpus import NVSMI_XML_CAPTURES, read_realdata
-from tests.unit.schema_check import ROOT, assert_valid_facts, assert_valid_gpu
+from tests.support.schema_check import ROOT, assert_valid_facts, assert_valid_gpu
 
 SAMPLES = os.path.join(ROOT, "tests", "fixtures", "samples")
 OWN_MIG_SAMPLE = "nvsmi-q-x_a100-sxm4-40gb_mig-2x3g.20gb_550.90.07.xml"

@@ -10,7 +10,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_mig import (
     collect_mig_layout, parse_lci, parse_lgi, profile_name)
 from tests.support.nvsmi_lgip import parse_lgip
 from tests.support.corpus import read_realdata
-from tests.unit.schema_check import assert_valid_facts
+from tests.support.schema_check import assert_valid_facts
 
 H100_LGIP = "nvsmi-mig-lgip_4xh100-sxm5-80gb_stackhpc.txt"
 A30_LGIP = "nvsmi-mig-lgip_a30-24gb_535.183.01_unresolved-repo.txt"

@@ -9,7 +9,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import n
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import (
     NvidiaSmiParseError, collect_nvidia_smi, parse_nvidia_smi_xml)
-from tests.unit.schema_check import ROOT, assert_valid_facts, assert_valid_gpu
+from tests.support.schema_check import ROOT, assert_valid_facts, assert_valid_gpu
 
 SAMPLES = os.path.join(ROOT, "tests", "fixtures", "samples")
 T4 = "nvsmi-q-x_tesla-t4_515.105.01.xml"

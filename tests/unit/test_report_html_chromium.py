@@ -15,7 +15,7 @@ import pytest
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_html import render_html
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report
-from tests.unit.test_reports import HOSTILE_HOST, HOSTILE_PROCESS, hostile_inputs, large_inputs
+from tests.support.report_inputs import HOSTILE_HOST, HOSTILE_PROCESS, hostile_inputs, large_inputs
 
 BROWSERS = ("chromium", "chromium-browser")
 FLAGS = [

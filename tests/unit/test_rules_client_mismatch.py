@@ -2,8 +2,8 @@
 while the host's own NVML answers. Current (this module, another client) is a finding; history is quiet."""
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_fleet
-from tests.unit.test_rules_driver import mismatched_node
-from tests.unit.test_rules_hardware import KNOWLEDGE, findings_of, healthy_node, only, policy
+from tests.support.rule_builders import mismatched_node
+from tests.support.rule_builders import KNOWLEDGE, findings_of, healthy_node, only, policy
 
 RULE = "driver.client_library_mismatch"
 RUNNING = "550.54.15"

@@ -12,11 +12,11 @@ from ansible_collections.gpufleet.core.plugins.module_utils import collector
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import LiveHost, ReplayHost
 from ansible_collections.gpufleet.core.plugins.module_utils.nvidia_presence import collect_nvidia_evidence
 from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_host
-from tests.support.nvml_sim import SimulatedNvmlLibrary, scenario_h100_node
-from tests.unit.schema_check import assert_valid_facts
-from tests.unit.test_collector import _HangingOn
-from tests.unit.test_diagnose_demo import demo_audit
-from tests.unit.test_rules_hardware import KNOWLEDGE, policy
+from simulator.nvml_sim import SimulatedNvmlLibrary, scenario_h100_node
+from tests.support.schema_check import assert_valid_facts
+from tests.support.hanging_host import HangingOn
+from tests.support.demo_fleet import demo_audit
+from tests.support.rule_builders import KNOWLEDGE, policy
 
 RULE = "driver.collection_incomplete"  # the rule under test
 GPU_SYSFS = {
@@ -155,7 +155,7 @@ def test_the_no_stack_finding_stays_for_a_host_without_evidence_where_gpus_are_e
 
 
 def test_nvml_that_hangs_half_way_is_a_partial_collection_and_a_warning():
-    library = _HangingOn(SimulatedNvmlLibrary(scenario_h100_node(4)), "nvmlDeviceGetHandleByIndex_v2", 2, 30)
+    library = HangingOn(SimulatedNvmlLibrary(scenario_h100_node(4)), "nvmlDeviceGetHandleByIndex_v2", 2, 30)
     facts = collect(ReplayHost({}), source="nvml", gather_subset=["min"], timeout=2, pynvml=pynvml,
                     nvml_library=library)
     assert len(facts["gpus"]) == 2

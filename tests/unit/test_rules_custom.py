@@ -2,14 +2,8 @@
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import build_plan, rules_run
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_custom import HOST_FACTS_KEY, is_truthy
-from tests.unit.test_rules_hardware import findings_of, healthy_node, policy
-
-
-def custom(name, expression, scope="host", **extra):
-    entry = {"name": name, "layer": "driver", "severity": "warning", "scope": scope, "expression": expression,
-             "summary": "%s on {gpu}: {result}" % name, "action": "Look at it."}
-    entry.update(extra)
-    return entry
+from tests.support.rule_builders import findings_of, healthy_node, policy
+from tests.support.rule_builders import custom
 
 
 def test_host_rule_on_the_driver_version():
@@ -56,7 +50,7 @@ def test_custom_rules_are_compiled_once_per_policy_and_listed():
 
 
 def test_host_rules_run_on_a_host_without_nvidia():
-    from tests.unit.test_rules_driver import mismatched_node
+    from tests.support.rule_builders import mismatched_node
     the_policy = policy(custom_rules=[custom("mismatch", "driver.mismatch")])
     assert len(findings_of(mismatched_node(), "custom.mismatch", the_policy)) == 1
 

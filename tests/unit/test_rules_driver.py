@@ -2,22 +2,9 @@
 
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import add_error, new_facts
 from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_fleet
-from tests.unit.schema_check import assert_valid_facts
-from tests.unit.test_rules_hardware import KNOWLEDGE, findings_of, healthy_node, only, policy, service
-
-
-def mismatched_node():
-    """Packages upgraded to 550.90.07 without a reboot: NVML fails, the kernel log shows the API mismatch."""
-    facts = new_facts()
-    facts.update(source="none", collected_at="2026-11-30T06:00:00Z", nvidia_present=False,
-                 gather_subset=["driver", "gpus", "host", "kernel_log"])
-    facts["driver"].update(kernel_module_version="550.54.15", userspace_version="550.90.07", mismatch=True,
-                           mismatch_reason="kernel log: API mismatch: the client has the version 550.90.07, "
-                                           "but this kernel module has the version 550.54.15.")
-    facts["kernel_events"] = [{"kind": "api_mismatch", "time": "2026-11-29T23:02:11Z", "pci_bus_id": None,
-                               "client_version": "550.90.07", "kernel_module_version": "550.54.15",
-                               "message": "NVRM: API mismatch: the client has the version 550.90.07, but"}]
-    return facts
+from tests.support.schema_check import assert_valid_facts
+from tests.support.rule_builders import KNOWLEDGE, findings_of, healthy_node, only, policy, service
+from tests.support.rule_builders import mismatched_node
 
 
 def test_kernel_module_and_library_mismatch_is_critical_even_without_nvml():

@@ -9,101 +9,15 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts, new_gpu, new_process
+from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_gpu
 from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_host
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import (
-    LAYERS, RULES, SEVERITIES, at_or_above, make_finding, severity_rank)
+    RULES, at_or_above, make_finding, severity_rank)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import load_knowledge
-from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
-from tests.unit.schema_check import assert_valid_facts
-
-KNOWLEDGE = load_knowledge()
-COLLECTED_AT = "2026-11-30T06:00:00Z"
-H100 = "NVIDIA H100 80GB HBM3"
-H100_BUS_IDS = ("0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0",
-                "0000:9a:00.0", "0000:ab:00.0", "0000:ba:00.0", "0000:db:00.0")
-FINDING_KEYS = {"rule", "layer", "severity", "host", "gpu", "summary", "evidence", "action", "fix"}
+from tests.support.rule_builders import FINDING_KEYS, findings_of, healthy_node, only, policy, xid_event
 
 
 # ---------------------------------------------------------------- builders (used by the other rule tests)
-
-def service(name, state="running", restart="no"):
-    return {"name": name, "state": state, "enabled": state != "not_found" or None, "restart": restart}
-
-
-def h100_gpu(index):
-    gpu = new_gpu(index)
-    gpu.update(name=H100, uuid="GPU-5d2f61c8-3b0a-4c7e-9a41-0c8e7d1f2a%02d" % index,
-               serial="165432100%04d" % index, pci_bus_id=H100_BUS_IDS[index], board_part_number="692-2G520-0200-000",
-               vbios_version="96.00.89.00.01", architecture="hopper", compute_capability="9.0",
-               compute_mode="default", persistence_mode=True, performance_state="P0")
-    gpu["memory"].update(total_mib=81559, used_mib=68712, free_mib=12847, reserved_mib=0)
-    gpu["temperature"].update(gpu_c=61, slowdown_c=89, shutdown_c=92, memory_c=70)
-    gpu["power"].update(draw_w=612.4, limit_w=700.0, default_limit_w=700.0, min_limit_w=200.0, max_limit_w=700.0)
-    gpu["clock_event_reasons"] = {"mask": 0, "active": []}
-    gpu["utilization"] = {"gpu_pct": 97, "memory_pct": 61}
-    gpu["ecc"].update(mode_current=True, mode_pending=True, volatile_corrected=0, volatile_uncorrected=0,
-                      aggregate_corrected=0, aggregate_uncorrected=0)
-    gpu["remapped_rows"].update(correctable=0, uncorrectable=0, pending=False, failure=False)
-    gpu["pcie"].update(gen_current=5, gen_max=5, width_current=16, width_max=16, replay_counter=0,
-                       aer={"correctable": 0, "nonfatal": 0, "fatal": 0, "counters": {}})
-    gpu["nvlinks"] = [{"link": link, "active": True,
-                       "errors": {"replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": 0}} for link in range(18)]
-    gpu["mig"].update(mode_current=False, mode_pending=False)
-    gpu["fabric"] = {"state": "completed", "status": "success", "clique_id": 32766,
-                     "cluster_uuid": "be03e929-7122-560b-8d3b-9dcff95fd6e5"}
-    process = new_process(40210 + index)
-    process.update(name="python3", type="compute", used_memory_mib=68190)
-    gpu["processes"] = [process]
-    return gpu
-
-
-def healthy_node(gpus=8, driver="550.90.07"):
-    """An 8x H100 SXM training node under load with nothing wrong (as gpu-h100-ok-01 of the demo fleet)."""
-    facts = new_facts()
-    facts.update(source="nvml", collected_at=COLLECTED_AT, collection_seconds=1.9, nvidia_present=True,
-                 gather_subset=["driver", "gpus", "processes", "mig", "nvlink", "host", "kernel_log"])
-    facts["driver"].update(version=driver, nvml_version="12." + driver, cuda_driver_version="12.4",
-                           kernel_module_version=driver, userspace_version=driver)
-    facts["gpus"] = [h100_gpu(index) for index in range(gpus)]
-    facts["host"] = {
-        "hostname": "gpu-node", "kernel": "5.15.0-119-generic",
-        "os": {"id": "ubuntu", "version_id": "22.04", "pretty_name": "Ubuntu 22.04.5 LTS"},
-        "services": {"persistenced": service("nvidia-persistenced"),
-                     "fabricmanager": service("nvidia-fabricmanager"),
-                     "mps": service("nvidia-mps", "not_found", None),
-                     "dcgm": service("nvidia-dcgm", restart="on-abort")},
-        "mps_daemon_running": False,
-        "cuda_toolkits": [{"path": "/usr/local/cuda-12.2", "version": "12.2.2"},
-                          {"path": "/usr/local/cuda-12.4", "version": "12.4.1"}],
-        "container_toolkit": {"version": "1.16.2", "docker_nvidia_runtime": True, "docker_default_runtime": "runc",
-                              "containerd_nvidia_runtime": False},
-    }
-    return facts
-
-
-def xid_event(xid, bus, time, pid=None, name=None, message="Ch 00000008, errorString CTX SWITCH TIMEOUT"):
-    return {"xid": xid, "pci_bus_id": bus, "time": time, "pid": pid, "process_name": name,
-            "message": message}
-
-
-def policy(**settings):
-    return validate_policy(settings)
-
-
-def findings_of(facts, rule=None, the_policy=None, host="gpu-node", now=None):
-    assert_valid_facts(facts)
-    found = diagnose_host(host, facts, the_policy or policy(), KNOWLEDGE, now=now)
-    for finding in found:
-        assert set(finding) == FINDING_KEYS
-        assert finding["layer"] in LAYERS and finding["severity"] in SEVERITIES and finding["host"] == host
-    return [finding for finding in found if rule is None or finding["rule"] == rule]
-
-
-def only(facts, rule, the_policy=None, now=None):
-    found = findings_of(facts, rule, the_policy, now=now)
-    assert len(found) == 1, found
-    return found[0]
 
 
 # ---------------------------------------------------------------- findings module

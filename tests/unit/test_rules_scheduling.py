@@ -7,8 +7,8 @@ import pytest
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import list_rules
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import resolve_mig_config as loaded
 from tests.support.corpus import reference_path
-from tests.unit.schema_check import ROOT
-from tests.unit.test_rules_hardware import findings_of, healthy_node, only, policy, service
+from tests.support.schema_check import ROOT
+from tests.support.rule_builders import findings_of, healthy_node, only, policy, service
 
 A100 = "NVIDIA A100-SXM4-80GB"
 A100_BUS_IDS = ("0000:07:00.0", "0000:0f:00.0", "0000:47:00.0", "0000:4e:00.0",

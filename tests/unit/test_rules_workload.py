@@ -1,36 +1,7 @@
 """Workload-layer rules: processes per GPU, memory close to full under concurrency, restart policy."""
 
-from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_process
-from tests.unit.test_rules_hardware import findings_of, healthy_node, only, policy, service
-
-L40S_BUS_IDS = ("0000:01:00.0", "0000:41:00.0", "0000:81:00.0", "0000:c1:00.0")
-
-
-def workers(count, each_mib, first_pid=31000, name="python3", kind="compute"):
-    processes = []
-    for offset in range(count):
-        process = new_process(first_pid + offset)
-        process.update(name=name, type=kind, used_memory_mib=each_mib)
-        processes.append(process)
-    return processes
-
-
-def crowded_l40s_node():
-    """4x L40S; GPU 0 shared by 12 workers using 45072 of 46068 MiB (demo host gpu-l40s-crowded-10)."""
-    facts = healthy_node(gpus=4, driver="550.127.05")
-    for gpu, bus in zip(facts["gpus"], L40S_BUS_IDS):
-        gpu.update(name="NVIDIA L40S", pci_bus_id=bus, architecture="ada", compute_capability="8.9",
-                   vbios_version="95.02.66.00.02", nvlinks=[], fabric=None)
-        gpu["memory"].update(total_mib=46068, used_mib=30720, free_mib=15348)
-        gpu["power"].update(limit_w=350.0, default_limit_w=350.0, max_limit_w=350.0, draw_w=281.0)
-        gpu["pcie"].update(gen_current=4, gen_max=4)
-        gpu["temperature"].update(slowdown_c=90, shutdown_c=93)
-        gpu["mig"] = {"mode_current": None, "mode_pending": None, "gpu_instances": []}
-        gpu["processes"] = workers(2, 15360, first_pid=32000 + 10 * gpu["index"])
-    facts["gpus"][0]["memory"].update(used_mib=45072, free_mib=429)
-    facts["gpus"][0]["processes"] = workers(12, 3756)
-    facts["host"]["services"]["fabricmanager"] = service("nvidia-fabricmanager", "not_found", None)
-    return facts
+from tests.support.rule_builders import findings_of, healthy_node, only, policy, service
+from tests.support.rule_builders import crowded_l40s_node, workers
 
 
 def test_more_processes_than_the_policy_limit():

@@ -15,7 +15,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.gpu_processes import
     gpus_without_process_section, mark_unknown, unknown_processes)
 from ansible_collections.gpufleet.core.plugins.modules import gpu_mode, mig_layout
 from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import load_knowledge
-from tests.unit.test_mig_layout_module import A100, SIM_DIR, SIM_STATE, Sim
+from tests.support.mig_sim import A100, SIM_DIR, SIM_STATE, Sim
 
 # nvidia-smi: the simulator, but `-q -x` damaged as GPUFLEET_TEST_SMI says: "drop:N" removes GPU N's
 # <processes> section, "fail" keeps the whole report and exits 1 (a partial report).

@@ -32,62 +32,65 @@ if HERE not in sys.path:
 
 import nvidia_smi as sim  # noqa: E402  pylint: disable=wrong-import-position
 
-# Per product name: what nvidia-smi -q -x shows on an idle GPU of that model. "captured" names the
-# real report the values come from; the other models carry typical values for their datasheet.
-GPU_MODELS = {
+# The model catalog shared with the NVML simulator, the demo fleet and the rule tests (read with the
+# standard library: this file also runs with the system python3).
+CATALOG_PATH = os.path.join(REPO, "simulator", "gpu_models.json")
+# nvidia-smi's product_architecture, by the catalog's architecture
+ARCHITECTURE_NAMES = {"ada": "Ada Lovelace"}
+
+# Per product name: what else nvidia-smi -q -x shows on an idle GPU of that model (values that vary with
+# the driver and the firmware). "captured" names the real report the values come from; the other models
+# carry typical values for their datasheet.
+IDLE_READINGS = {
     "NVIDIA A100-SXM4-40GB": {
         "captured": "realdata nvsmi-q-x_a100-sxm4-40gb_mig-2x3g.20gb_510.47.03_v11_netdata.xml",
-        "architecture": "Ampere", "memory_total_mib": 40960, "memory_reserved_mib": 605, "bar1_total_mib": 65536,
-        "pci_device_id": "20B010DE", "pci_sub_system_id": "134F10DE", "vbios_version": "92.00.45.00.03",
-        "gpu_part_number": "692-2G506-0200-003", "power": (66.92, 400.0, 100.0, 400.0),
+        "memory_reserved_mib": 605, "vbios_version": "92.00.45.00.03", "power_draw_w": 66.92,
         "temperature": (36, 44, 89, 92, 85, 95), "clocks": (1410, 1215, 1275), "max_clocks": (1410, 1215, 1290),
-        "pcie": (4, 16), "ecc": True, "remapped_rows": True, "fan": False,
+        "pcie_width": 16, "ecc": True, "remapped_rows": True, "fan": False,
     },
     "NVIDIA A100-SXM4-80GB": {
-        "architecture": "Ampere", "memory_total_mib": 81920, "memory_reserved_mib": 659, "bar1_total_mib": 131072,
-        "pci_device_id": "20B210DE", "pci_sub_system_id": "147F10DE", "vbios_version": "92.00.36.00.02",
-        "gpu_part_number": "692-2G506-0210-002", "power": (62.5, 400.0, 100.0, 400.0),
+        "memory_reserved_mib": 659, "vbios_version": "92.00.36.00.02", "power_draw_w": 62.5,
         "temperature": (31, 38, 89, 92, 85, 95), "clocks": (210, 1593, 795), "max_clocks": (1410, 1593, 1290),
-        "pcie": (4, 16), "ecc": True, "remapped_rows": True, "fan": False,
+        "pcie_width": 16, "ecc": True, "remapped_rows": True, "fan": False,
     },
     "NVIDIA A30": {
-        "architecture": "Ampere", "memory_total_mib": 24576, "memory_reserved_mib": 456, "bar1_total_mib": 32768,
-        "pci_device_id": "20B710DE", "pci_sub_system_id": "153210DE", "vbios_version": "92.00.66.00.01",
-        "gpu_part_number": "900-21001-0040-100", "power": (32.0, 165.0, 100.0, 165.0),
+        "memory_reserved_mib": 456, "vbios_version": "92.00.66.00.01", "power_draw_w": 32.0,
         "temperature": (47, 50, 90, 93, 88, 95), "clocks": (1440, 1215, 1305), "max_clocks": (1440, 1215, 1305),
-        "pcie": (4, 16), "ecc": True, "remapped_rows": True, "fan": False,
+        "pcie_width": 16, "ecc": True, "remapped_rows": True, "fan": False,
     },
     "NVIDIA H100 80GB HBM3": {
-        "architecture": "Hopper", "memory_total_mib": 81559, "memory_reserved_mib": 579, "bar1_total_mib": 131072,
-        "pci_device_id": "233010DE", "pci_sub_system_id": "16C110DE", "vbios_version": "96.00.74.00.11",
-        "gpu_part_number": "2330-885-A1", "power": (72.0, 700.0, 200.0, 700.0),
+        "memory_reserved_mib": 579, "vbios_version": "96.00.74.00.11", "power_draw_w": 72.0,
         "temperature": (30, 39, 87, 92, 85, 95), "clocks": (345, 2619, 765), "max_clocks": (1980, 2619, 1755),
-        "pcie": (5, 16), "ecc": True, "remapped_rows": True, "fan": False,
+        "pcie_width": 16, "ecc": True, "remapped_rows": True, "fan": False,
     },
     "NVIDIA H200": {
-        "architecture": "Hopper", "memory_total_mib": 143771, "memory_reserved_mib": 640, "bar1_total_mib": 262144,
-        "pci_device_id": "233510DE", "pci_sub_system_id": "18BE10DE", "vbios_version": "96.00.A5.00.01",
-        "gpu_part_number": "2335-885-A1", "power": (76.0, 700.0, 200.0, 700.0),
+        "memory_reserved_mib": 640, "vbios_version": "96.00.A5.00.01", "power_draw_w": 76.0,
         "temperature": (29, 37, 87, 92, 85, 95), "clocks": (345, 3201, 765), "max_clocks": (1980, 3201, 1755),
-        "pcie": (5, 16), "ecc": True, "remapped_rows": True, "fan": False,
+        "pcie_width": 16, "ecc": True, "remapped_rows": True, "fan": False,
     },
     "Tesla T4": {
         "captured": "realdata nvsmi-q-x_tesla-t4_515.105.01_v11_telegraf.xml",
-        "architecture": "Turing", "memory_total_mib": 15360, "memory_reserved_mib": 388, "bar1_total_mib": 256,
-        "pci_device_id": "1EB810DE", "pci_sub_system_id": "12A210DE", "vbios_version": "90.04.84.00.06",
-        "gpu_part_number": "900-2G183-0000-001", "power": (26.0, 70.0, 60.0, 70.0),
+        "memory_reserved_mib": 388, "vbios_version": "90.04.84.00.06", "power_draw_w": 26.0,
         "temperature": (42, None, 93, 96, 85, None), "clocks": (585, 5000, 810), "max_clocks": (1590, 5001, 1470),
-        "pcie": (3, 16), "ecc": True, "remapped_rows": False, "fan": False,
+        "pcie_width": 16, "ecc": True, "remapped_rows": False, "fan": False,
     },
     "NVIDIA A10G": {
         "captured": "realdata nvsmi-q-x_a10g_515.105.01_v11_telegraf.xml",
-        "architecture": "Ampere", "memory_total_mib": 23028, "memory_reserved_mib": 435, "bar1_total_mib": 32768,
-        "pci_device_id": "223710DE", "pci_sub_system_id": "152F10DE", "vbios_version": "94.02.75.00.01",
-        "gpu_part_number": "900-2G133-A840-100", "power": (25.0, 300.0, 100.0, 300.0),
+        "memory_reserved_mib": 435, "vbios_version": "94.02.75.00.01", "power_draw_w": 25.0,
         "temperature": (28, None, 95, 98, 88, None), "clocks": (210, 405, 555), "max_clocks": (1710, 6251, 1500),
-        "pcie": (4, 16), "ecc": True, "remapped_rows": True, "fan": True,
+        "pcie_width": 16, "ecc": True, "remapped_rows": True, "fan": True,
     },
 }
+
+
+def load_gpu_models(path=CATALOG_PATH):
+    """The simulated models: the catalog's properties of each model of IDLE_READINGS, and its readings."""
+    with open(path) as handle:
+        catalog = json.load(handle)["models"]
+    return dict((name, dict(catalog[name], **readings)) for name, readings in IDLE_READINGS.items())
+
+
+GPU_MODELS = load_gpu_models()
 
 # MIG profile attributes nvidia-smi mig -lgip prints, by MIG model and profile id:
 # (memory MiB, SMs, decoders, encoders, copy engines, JPEG, OFA).
@@ -184,13 +187,14 @@ def mig_table(gpu_name, total_mib):
 def gpu_record(gpu_name, position, host, bus_id, mig_model_name):
     """One GPU of the state, idle, with the model's usual values."""
     spec = GPU_MODELS[gpu_name]
-    draw, limit, min_limit, max_limit = spec["power"]
+    limits = spec["power_limits_w"]
     temp, memory_temp, slowdown, shutdown, max_operating, max_memory = spec["temperature"]
     graphics, memory_clock, video = spec["clocks"]
     max_graphics, max_memory_clock, max_video = spec["max_clocks"]
     return {
         "name": gpu_name, "brand": "Tesla" if gpu_name.startswith("Tesla") else "NVIDIA",
-        "architecture": spec["architecture"], "uuid": gpu_uuid(host, position, gpu_name),
+        "architecture": ARCHITECTURE_NAMES.get(spec["architecture"], spec["architecture"].capitalize()),
+        "uuid": gpu_uuid(host, position, gpu_name),
         "serial": gpu_serial(host, position, gpu_name), "pci_bus_id": bus_id,
         "pci_device_id": spec["pci_device_id"], "pci_sub_system_id": spec["pci_sub_system_id"],
         "vbios_version": spec["vbios_version"], "gpu_part_number": spec["gpu_part_number"],
@@ -206,14 +210,14 @@ def gpu_record(gpu_name, position, host, bus_id, mig_model_name):
         "retired_pages": None if spec["remapped_rows"] else {"single_bit": 0, "double_bit": 0, "pending": False},
         "temperature": {"gpu_c": temp, "memory_c": memory_temp, "slowdown_c": slowdown, "shutdown_c": shutdown,
                         "max_operating_c": max_operating, "max_memory_c": max_memory},
-        "power": {"draw_w": draw, "limit_w": limit, "default_limit_w": limit, "min_limit_w": min_limit,
-                  "max_limit_w": max_limit},
+        "power": {"draw_w": spec["power_draw_w"], "limit_w": limits["default"], "default_limit_w": limits["default"],
+                  "min_limit_w": limits["min"], "max_limit_w": limits["max"]},
         "clocks": {"graphics_mhz": graphics, "sm_mhz": graphics, "memory_mhz": memory_clock, "video_mhz": video,
                    "max_graphics_mhz": max_graphics, "max_sm_mhz": max_graphics, "max_memory_mhz": max_memory_clock,
                    "max_video_mhz": max_video},
         "clock_event_reasons": ["gpu_idle"], "performance_state": "P0",
-        "pcie": {"gen_max": spec["pcie"][0], "gen_current": spec["pcie"][0], "width_max": spec["pcie"][1],
-                 "width_current": spec["pcie"][1], "replay_counter": 0},
+        "pcie": {"gen_max": spec["pcie_gen_max"], "gen_current": spec["pcie_gen_max"], "width_max": spec["pcie_width"],
+                 "width_current": spec["pcie_width"], "replay_counter": 0},
         "fan_speed_pct": 30 if spec["fan"] else None,
         "utilization": {"gpu_pct": 0, "memory_pct": 0},
         "fabric": None, "lost": False,
@@ -243,8 +247,8 @@ def state_for(gpu_name, count, driver="550.90.07", kernel_module=None, host="fle
     as -cgi ... -C would. compute_mode: "Default", "Exclusive_Process" or "Prohibited" (or 0/2/3).
     """
     if gpu_name not in GPU_MODELS:
-        raise ValueError("unknown GPU model %r (known: %s); add it to GPU_MODELS in %s"
-                         % (gpu_name, ", ".join(sorted(GPU_MODELS)), os.path.abspath(__file__)))
+        raise ValueError("unknown GPU model %r (known: %s); add it to %s and to IDLE_READINGS in %s"
+                         % (gpu_name, ", ".join(sorted(GPU_MODELS)), CATALOG_PATH, os.path.abspath(__file__)))
     if mig_mode_change not in sim.MIG_MODE_CHANGES:
         raise ValueError("mig_mode_change must be one of %s" % ", ".join(sim.MIG_MODE_CHANGES))
     mode = sim.COMPUTE_MODES.get(str(compute_mode).upper())

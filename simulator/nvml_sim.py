@@ -49,6 +49,7 @@ import pynvml
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
 from ansible_collections.gpufleet.core.plugins.module_utils.nvml_collect import collect_nvml
 from ansible_collections.gpufleet.core.plugins.module_utils.nvml_fixture import use_library
+from simulator.gpu_models import model, pci_id
 
 SUCCESS = pynvml.NVML_SUCCESS
 NOT_SUPPORTED = pynvml.NVML_ERROR_NOT_SUPPORTED
@@ -126,25 +127,45 @@ _H100_BUSES = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
 
 # ---------------------------------------------------------------- scenarios
 
+def catalog_values(name):
+    """The fields of an NVML GPU scenario that come from the model catalog (simulator/gpu_models.json)."""
+    entry = model(name)
+    limits = entry["power_limits_w"]
+    return {
+        "name": name,
+        "pci_device_id": pci_id(name),
+        "pci_subsystem_id": pci_id(name, "pci_sub_system_id"),
+        "board_part_number": entry["board_part_number"],
+        "architecture": getattr(pynvml, "NVML_DEVICE_ARCH_" + entry["architecture"].upper()),
+        "compute_capability": [int(part) for part in entry["compute_capability"].split(".")],
+        "memory_total_mib": entry["memory_total_mib"],
+        "bar1_total_mib": entry["bar1_total_mib"],
+        "limit_w": limits["default"], "min_limit_w": limits["min"], "max_limit_w": limits["max"],
+        "pcie_gen_max": entry["pcie_gen_max"],
+        "nvlinks": entry["nvlinks"],
+    }
+
+
 def h100_gpu(index):
     """One healthy, idle H100 80GB HBM3 SXM5 with ECC on and all 18 NVLinks up."""
     bus = _H100_BUSES[index % len(_H100_BUSES)] + 0x100 * (index // len(_H100_BUSES))
+    h100 = catalog_values("NVIDIA H100 80GB HBM3")
     return {
-        "name": "NVIDIA H100 80GB HBM3",
+        "name": h100["name"],
         "uuid": "GPU-%s" % uuid.uuid5(uuid.NAMESPACE_DNS, "gpufleet-sim-h100-%d" % index),
         "serial": "16524230%05d" % (17 + index * 311),
         "pci_bus_id": "%08X:%02X:00.0" % (bus >> 8, bus & 0xFF),
-        "pci_device_id": 0x233010DE,
-        "pci_subsystem_id": 0x16C110DE,
-        "board_part_number": "692-2G520-0200-000",
+        "pci_device_id": h100["pci_device_id"],
+        "pci_subsystem_id": h100["pci_subsystem_id"],
+        "board_part_number": h100["board_part_number"],
         "vbios_version": "96.00.89.00.01",
-        "architecture": pynvml.NVML_DEVICE_ARCH_HOPPER,
-        "compute_capability": [9, 0],
-        "memory": {"total_mib": 81559, "reserved_mib": 328, "used_mib": 0},
-        "bar1": {"total_mib": 131072, "used_mib": 1},
+        "architecture": h100["architecture"],
+        "compute_capability": h100["compute_capability"],
+        "memory": {"total_mib": h100["memory_total_mib"], "reserved_mib": 328, "used_mib": 0},
+        "bar1": {"total_mib": h100["bar1_total_mib"], "used_mib": 1},
         "temperature": {"gpu_c": 31 + index % 3, "slowdown_c": 89, "shutdown_c": 92},
-        "power": {"draw_w": 71.234 + index, "limit_w": 700.0, "default_limit_w": 700.0,
-                  "min_limit_w": 200.0, "max_limit_w": 700.0},
+        "power": {"draw_w": 71.234 + index, "limit_w": h100["limit_w"], "default_limit_w": h100["limit_w"],
+                  "min_limit_w": h100["min_limit_w"], "max_limit_w": h100["max_limit_w"]},
         "fan_speed_pct": None,
         "clocks": {"graphics_mhz": 345, "sm_mhz": 345, "memory_mhz": 2619,
                    "max_graphics_mhz": 1980, "max_sm_mhz": 1980, "max_memory_mhz": 2619},
@@ -155,9 +176,10 @@ def h100_gpu(index):
                 "aggregate_corrected": 0, "aggregate_uncorrected": 0},
         "retired_pages": None,
         "remapped_rows": {"correctable": 0, "uncorrectable": 0, "pending": False, "failure": False},
-        "pcie": {"gen_current": 5, "gen_max": 5, "width_current": 16, "width_max": 16, "replay_counter": 0},
+        "pcie": {"gen_current": h100["pcie_gen_max"], "gen_max": h100["pcie_gen_max"], "width_current": 16,
+                 "width_max": 16, "replay_counter": 0},
         "nvlinks": [{"active": True, "errors": {"replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": 0}}
-                    for _link in range(18)],
+                    for _link in range(h100["nvlinks"])],
         "compute_mode": pynvml.NVML_COMPUTEMODE_DEFAULT,
         "persistence_mode": True,
         "mig": {"current": 0, "pending": 0, "profiles": "h100_80gb", "gpu_instances": []},
