@@ -18,27 +18,12 @@ build_root="$repo_root/build/sanity"
 collection_copy="$build_root/ansible_collections/gpufleet/core"
 sanity_pythons=${SANITY_PYTHONS:-"3.9 3.10 3.11 3.12"}
 
+# shellcheck source=tools/collection_copy.sh
+source "$repo_root/tools/collection_copy.sh"
+
 die() { echo "sanity.sh: $*" >&2; exit 1; }
 
 [[ -x "$venv_bin/ansible-test" ]] || die "$venv_bin/ansible-test not found: run 'make venv' first"
-
-# Copy what git lists, skipping links to directories (collections/ansible_collections/gpufleet/core
-# points back at the repository root) and tracked files that were deleted from the working tree.
-copy_collection() {
-    rm -rf "$build_root"
-    mkdir -p "$collection_copy"
-    cd "$repo_root"
-    git ls-files -z --cached --others --exclude-standard \
-        | while IFS= read -r -d '' path; do
-            if [[ -L "$path" && -d "$path" ]] || [[ ! -e "$path" && ! -L "$path" ]]; then
-                continue
-            fi
-            printf '%s\0' "$path"
-        done \
-        | sort -zu \
-        | tar --create --null --files-from=- --file=- \
-        | tar --extract --file=- --directory="$collection_copy"
-}
 
 # Print the interpreter to use for one Python version, or nothing. pyenv shims are not used: they fail
 # for versions that are not pyenv's current one.
@@ -90,7 +75,8 @@ target_python_options() {
 
 main() {
     local started=$SECONDS status=0 targets
-    copy_collection
+    copy_collection "$repo_root" "$build_root" "$collection_copy" skip-dir-links
+    cd "$repo_root"
     mapfile -t targets < <(target_python_options)
     "$venv_bin/python" "$repo_root/tools/get_pip_standin.py" >/dev/null
     cd "$collection_copy"

@@ -18,26 +18,12 @@ venv_bin="$repo_root/.venv/bin"
 build_root="$repo_root/build/units"
 collection_copy="$build_root/ansible_collections/gpufleet/core"
 
+# shellcheck source=tools/collection_copy.sh
+source "$repo_root/tools/collection_copy.sh"
+
 die() { echo "units.sh: $*" >&2; exit 1; }
 
 [[ -x "$venv_bin/ansible-test" ]] || die "$venv_bin/ansible-test not found: run 'make venv' first"
-
-# Copy what git lists, skipping tracked files that were deleted from the working tree. Links are copied as
-# links: collections/ansible_collections/gpufleet/core points back at the copy's root, as in the checkout,
-# where tests find the collection through it.
-copy_collection() {
-    rm -rf "$build_root"
-    mkdir -p "$collection_copy"
-    cd "$repo_root"
-    git ls-files -z --cached --others --exclude-standard \
-        | while IFS= read -r -d '' path; do
-            [[ -e "$path" || -L "$path" ]] || continue
-            printf '%s\0' "$path"
-        done \
-        | sort -zu \
-        | tar --create --null --files-from=- --file=- \
-        | tar --extract --file=- --directory="$collection_copy"
-}
 
 # ansible-test passes only a few environment variables to the tests, so GPUFLEET_CORPUS does not reach
 # them: the corpus the checkout's tests use (tests/support/corpus.py) is linked beside the copy instead,
@@ -54,7 +40,8 @@ link_corpus() {
 main() {
     local started=$SECONDS status=0 python
     python=${UNITS_PYTHON:-$("$venv_bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')}
-    copy_collection
+    copy_collection "$repo_root" "$build_root" "$collection_copy"
+    cd "$repo_root"
     link_corpus
     "$venv_bin/python" "$repo_root/tools/get_pip_standin.py" >/dev/null
     cd "$collection_copy"
