@@ -1,0 +1,67 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The store's schema revision: a new store is created at the newest revision, an older one upgrades
+(Alembic, store/migrations), one newer than this code is refused."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import os
+
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import StoreError
+
+MIGRATIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "migrations")
+
+
+def alembic_config(connection=None):
+    from alembic.config import Config
+    config = Config()
+    config.set_main_option("script_location", MIGRATIONS)
+    config.attributes["connection"] = connection
+    return config
+
+
+def script_directory():
+    from alembic.script import ScriptDirectory
+    return ScriptDirectory.from_config(alembic_config())
+
+
+def head_revision():
+    return script_directory().get_current_head()
+
+
+def known_revisions():
+    return [script.revision for script in script_directory().walk_revisions()]
+
+
+def current_revision(connection):
+    """The store's revision, or None for an empty database."""
+    from alembic.runtime.migration import MigrationContext
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def refuse_newer(revision):
+    known = known_revisions()
+    if revision is not None and revision not in known:
+        raise StoreError(
+            "the store is at schema revision %s, newer than this gpufleet knows (its revisions: %s, newest %s); "
+            "upgrade gpufleet on this controller, or point it at another store" % (
+                revision, ", ".join(sorted(known)), head_revision()))
+
+
+def upgrade(connection, revision="head"):
+    from alembic import command
+    command.upgrade(alembic_config(connection), revision)
+
+
+def ensure_schema(engine, revision="head"):
+    """Create or upgrade the store to `revision` (head: this code's newest) in one transaction; refuse a
+    store at a revision this code does not know. Returns the revision the store is at."""
+    target = head_revision() if revision == "head" else revision
+    with engine.begin() as connection:
+        current = current_revision(connection)
+        refuse_newer(current)
+        if current != target:
+            upgrade(connection, target)
+    return target
