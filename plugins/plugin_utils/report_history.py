@@ -81,3 +81,100 @@ def report_time(report):
     run = report.get("run") or {}
     return parse_time(run.get("finished_at")) or parse_time(run.get("started_at")) or datetime.datetime.now(
         datetime.timezone.utc)
+
+
+# ----------------------------------------------------------------- prometheus
+
+def prometheus_lines(report, family, sample):
+    """Families for gpufleet.prom (family and sample are report_prometheus's builders): the store's state,
+    the counts of new, cleared and persisting findings (complete runs only, like the other fleet-wide
+    series) and the age of every open finding."""
+    if not has_changes(report):
+        return []
+    store = report.get("store") or {}
+    lines = family("gpufleet_store_written", "1 when this run was written to the run store, 0 when the store was "
+                   "off or failed (store.error in report.json).",
+                   [sample("gpufleet_store_written", [("status", store.get("status") or "")],
+                           1 if store.get("status") == "written" else 0)])
+    changes = report["changes"]
+    if changes.get("status") != "unavailable" and (report["run"].get("status") or "complete") == "complete":
+        counts = change_counts(report)
+        lines += family("gpufleet_findings_changed", "Findings new, cleared and persisting against the previous "
+                        "complete run of the same scope (changes in report.json).",
+                        [sample("gpufleet_findings_changed", [("change", kind)], counts[kind])
+                         for kind in ("new", "cleared", "persisting")])
+    now = report_time(report)
+    ages = {}
+    for finding in report["findings"]:
+        age = age_seconds(finding.get("first_seen"), now)
+        if age is None:
+            continue
+        key = (finding["host"], finding["rule"], finding["severity"], finding.get("gpu") or "")
+        ages[key] = max(age, ages.get(key, 0.0))
+    if ages:
+        lines += family("gpufleet_finding_open_seconds", "Seconds since each open finding was first seen "
+                        "(first_seen in report.json), by host, rule and GPU.",
+                        [sample("gpufleet_finding_open_seconds", list(zip(("host", "rule", "severity", "gpu"), key)), age)
+                         for key, age in ages.items()])
+    return lines
+
+
+# ----------------------------------------------------------------- junit
+
+def junit_properties(report):
+    """(name, value) pairs for the run's <properties>."""
+    if not has_changes(report):
+        return []
+    counts = change_counts(report)
+    return [("gpufleet.store_status", (report.get("store") or {}).get("status") or ""),
+            ("gpufleet.changes_against", report["changes"].get("against") or ""),
+            ("gpufleet.findings_new", str(counts["new"])),
+            ("gpufleet.findings_cleared", str(counts["cleared"])),
+            ("gpufleet.findings_persisting", str(counts["persisting"]))]
+
+
+def junit_finding_note(finding):
+    """' (open since <first_seen>, <n> runs)' for a finding's description, empty without a store."""
+    if not finding.get("first_seen"):
+        return ""
+    return " (open since %s, %d runs)" % (finding["first_seen"], finding.get("runs_open") or 1)
+
+
+# ----------------------------------------------------------------- html
+
+MAX_HTML_CHANGES = 200
+
+
+def _html_rows(entries, esc, limit=MAX_HTML_CHANGES):
+    rows = ["<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>" % (
+        esc(entry.get("severity")), esc(entry.get("host")), esc(entry.get("rule")), esc(entry.get("gpu") or ""),
+        esc(entry.get("summary") or ""), esc(entry.get("first_seen") or "")) for entry in entries[:limit]]
+    if len(entries) > limit:
+        rows.append('<tr><td colspan="6">... and %d more (report.json)</td></tr>' % (len(entries) - limit))
+    return "".join(rows)
+
+
+def html_section(report, esc):
+    """The "Changes since the previous run" section, shown before everything else: new findings, then
+    cleared ones, then the count of persisting ones. esc: report_html's escaping."""
+    if not has_changes(report):
+        return ""
+    changes = report["changes"]
+    parts = ['<section id="changes"><h2>Changes since the previous run</h2>']
+    store = store_line(report)
+    if store:
+        parts.append("<p>%s</p>" % esc(store))
+    parts.append("<p>%s</p>" % esc(changes_line(report)))
+    head = "<tr><th>severity</th><th>host</th><th>rule</th><th>GPU</th><th>summary</th><th>first seen</th></tr>"
+    for label, title in (("new", "New findings"), ("cleared", "Cleared findings")):
+        entries = changes.get(label) or []
+        if entries:
+            parts.append('<h3>%s <span class="count">(%d)</span></h3><table class="changes" id="changes-%s">%s%s</table>'
+                         % (title, len(entries), label, head, _html_rows(entries, esc)))
+    persisting = change_counts(report)["persisting"]
+    if persisting:
+        oldest = min((entry.get("first_seen") or "" for entry in changes.get("persisting") or ()), default="")
+        parts.append("<p>%d findings persist from earlier runs%s.</p>" % (
+            persisting, esc(", the oldest open since %s" % oldest) if oldest else ""))
+    parts.append("</section>")
+    return "".join(parts)
