@@ -86,7 +86,8 @@ class ActionModule(ActionBase):
                                      args["run_marker_var"], args["run_dir"])
         scope = {"hosts": args["scope_hosts"], "pattern": args["scope_pattern"], "limit": args["limit"]}
         store = settings_for(args["report_root"], args["store_url"], args["store"],
-                             list({id(policy): policy for policy in host_policies.values()}.values()))
+                             list({id(policy): policy for policy in host_policies.values()}.values()),
+                             groups=task_vars.get("groups"))
         try:
             run_dir = create_run_dir(args["run_dir"])
             report, paths, lines = run_audit(results, host_policies, run_dir, args["report_root"],

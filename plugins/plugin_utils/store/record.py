@@ -23,9 +23,11 @@ DEFAULT_RUNS_DAYS = 365
 class StoreSettings:
     """Which store a run writes to and how long it keeps what."""
 
-    __slots__ = ("url", "source", "facts_days", "runs_days")
+    __slots__ = ("url", "source", "facts_days", "runs_days", "groups_of_host")
 
-    def __init__(self, url, source="given", facts_days=DEFAULT_FACTS_DAYS, runs_days=DEFAULT_RUNS_DAYS):
+    def __init__(self, url, source="given", facts_days=DEFAULT_FACTS_DAYS, runs_days=DEFAULT_RUNS_DAYS,
+                 groups_of_host=None):
+        self.groups_of_host = groups_of_host or {}
         self.url = url
         self.source = source
         self.facts_days = facts_days
@@ -47,10 +49,12 @@ def retention_of(policies):
     return longest(facts, DEFAULT_FACTS_DAYS), longest(runs, DEFAULT_RUNS_DAYS)
 
 
-def settings_for(report_root, inventory_url=None, enabled=None, policies=(), environ=None):
+def settings_for(report_root, inventory_url=None, enabled=None, policies=(), environ=None, groups=None):
+    """groups: Ansible's {group: [hosts]}, for group baselines."""
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.history_findings import invert_groups
     url, source = resolve_url(report_root, inventory_url, enabled, environ)
     facts_days, runs_days = retention_of(list(policies))
-    return StoreSettings(url, source, facts_days, runs_days)
+    return StoreSettings(url, source, facts_days, runs_days, invert_groups(groups))
 
 
 def facts_gpu_keys(facts_by_host):
@@ -90,13 +94,17 @@ def store_and_compare(url, report, facts_by_host, settings, extend=None):
     return identified, history, changes, section
 
 
-def record_run(settings, report, facts_by_host, extend=None):
+def record_run(settings, report, facts_by_host, host_policies=None, extend=None):
     """Adds "store" and "changes" to the report (and first_seen, runs_open to its findings when the store
-    answered). Never raises for a store problem."""
+    answered), with the drift and trend findings (store/history_findings.py) unless extend says otherwise.
+    Never raises for a store problem."""
     if settings is None or not settings.url:
         report["store"] = {"status": "off", "url": None, "source": "off", "error": None}
         report["changes"] = change_set.unavailable("the store is off")
         return report
+    if extend is None:
+        from ansible_collections.gpufleet.core.plugins.plugin_utils.store.history_findings import extender
+        extend = extender(host_policies or {}, settings.groups_of_host)
     try:
         identified, history, changes, section = store_and_compare(settings.url, report, facts_by_host, settings,
                                                                   extend)
