@@ -177,7 +177,7 @@ def run_audit(results, host_policies, run_dir, report_root, started_at, fail_sev
         report["summary"]["failed_threshold"] = False
         report["run"]["fail_severity"] = NO_FAILURE
     if store is not None:
-        record_run(store, report, facts_by_host, host_policies)
+        record_run(store, report, facts_by_host, host_policies, run_dir=run_dir)
     lines = [summary_line(host, results[host]) for host in sorted(results)]
     write_atomically(os.path.join(run_dir, "hosts.txt"), "\n".join(lines) + "\n")
     paths = write_reports(report, run_dir, report_root)

@@ -42,7 +42,7 @@ class HistoryContext:
     """One host now and then: its facts, the baseline's facts (drift) or the GPUs' previous counters
     (trends), the policy, and where the baseline came from."""
 
-    __slots__ = ("host", "facts", "before", "baseline", "policy", "counters", "rule")
+    __slots__ = ("host", "facts", "before", "baseline", "policy", "counters", "current", "rule")
 
     def __init__(self, host, facts, before=None, baseline=None, policy=None, counters=None):
         self.host = host
@@ -51,6 +51,7 @@ class HistoryContext:
         self.baseline = baseline or {}
         self.policy = policy or {}
         self.counters = counters or {}
+        self.current = None  # {gpu key: counters now}, computed once for the trend rules
         self.rule = None
 
     def finding(self, gpu, summary, evidence, action, severity=None):
@@ -206,10 +207,12 @@ def growth(ctx, counter, label, threshold_key, action):
     limit = trends.get(threshold_key)
     if limit is None:
         return []
+    if ctx.current is None:
+        ctx.current = {gpu_key(gpu): gpu_counters(gpu) for gpu in gpus(ctx.facts)}
     found = []
     for gpu in gpus(ctx.facts):
         previous = ctx.counters.get(gpu_key(gpu))
-        after = gpu_counters(gpu).get(counter)
+        after = ctx.current[gpu_key(gpu)].get(counter)
         before = getattr(previous, counter, None) if previous is not None else None
         days = elapsed_days(ctx.facts.get("collected_at"), previous.observed_at) if previous is not None else None
         if before is None or after is None or days is None or days * 24 < (trends.get("min_hours") or 0) or days <= 0:

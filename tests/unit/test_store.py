@@ -199,3 +199,8 @@ def test_retention_zero_keeps_everything(store_url):
     record(store_url, *make_run("ancient", days_ago(400), {"node-1": []}), facts_days=0, runs_days=0)
     record(store_url, *make_run("today", T1, {"node-1": []}), facts_days=0, runs_days=0)
     assert counts(store_url)["runs"] == 2 and counts(store_url)["facts"] == 2
+
+
+def test_the_codes_revision_list_is_alembics():
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.schema import HEAD, REVISIONS, known_revisions
+    assert list(REVISIONS) == sorted(known_revisions()) and HEAD == head_revision()

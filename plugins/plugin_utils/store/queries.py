@@ -79,7 +79,8 @@ def run_facts(connection, run_pk, hosts=None):
     query = select(FACTS.c.host, FACTS.c.data).where(FACTS.c.run_pk == run_pk)
     if hosts is not None:
         query = query.where(FACTS.c.host.in_(list(hosts)))
-    return {row.host: json.loads(row.data) for row in connection.execute(query)}
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import facts_from_blob
+    return {row.host: facts_from_blob(row.data) for row in connection.execute(query)}
 
 
 def finding_history(connection, identity):

@@ -62,7 +62,7 @@ def facts_gpu_keys(facts_by_host):
     return {host: gpu_keys(facts) for host, facts in facts_by_host.items()}
 
 
-def store_and_compare(url, report, facts_by_host, settings, extend=None):
+def store_and_compare(url, report, facts_by_host, settings, extend=None, run_dir=None):
     """Opens the store, compares and writes; returns (identified, history, changes, store section).
     extend(connection, report, facts_by_host, previous run row): findings to add before the comparison
     (drift and trends); it may add them to the report itself."""
@@ -83,7 +83,7 @@ def store_and_compare(url, report, facts_by_host, settings, extend=None):
             audited = {host for host, entry in report["hosts"].items() if entry["status"] == "ok"}
             history, changes = change_set.compare(identified, previous, report["run"].get("started_at"), audited,
                                                   previous_run.run_id if previous_run is not None else None)
-            run_pk = write_run(connection, report, facts_by_host, identified, history)
+            run_pk = write_run(connection, report, facts_by_host, identified, history, run_dir=run_dir)
             removed = apply_retention(connection, settings.facts_days, settings.runs_days)
     finally:
         engine.dispose()
@@ -94,7 +94,7 @@ def store_and_compare(url, report, facts_by_host, settings, extend=None):
     return identified, history, changes, section
 
 
-def record_run(settings, report, facts_by_host, host_policies=None, extend=None):
+def record_run(settings, report, facts_by_host, host_policies=None, extend=None, run_dir=None):
     """Adds "store" and "changes" to the report (and first_seen, runs_open to its findings when the store
     answered), with the drift and trend findings (store/history_findings.py) unless extend says otherwise.
     Never raises for a store problem."""
@@ -107,7 +107,7 @@ def record_run(settings, report, facts_by_host, host_policies=None, extend=None)
         extend = extender(host_policies or {}, settings.groups_of_host)
     try:
         identified, history, changes, section = store_and_compare(settings.url, report, facts_by_host, settings,
-                                                                  extend)
+                                                                  extend, run_dir)
     except Exception as exc:  # any store failure (driver, server, disk, schema) is reported, never fatal
         message = store_error_text(exc)
         report["store"] = {"status": "failed", "url": redacted(settings.url), "source": settings.source,

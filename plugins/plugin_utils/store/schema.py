@@ -12,6 +12,10 @@ import os
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import StoreError
 
 MIGRATIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "migrations")
+# The revisions in migrations/versions, oldest first (a test checks them against Alembic's own view). An
+# audit reads the store's revision with one query and loads Alembic only when the store must change.
+REVISIONS = ("0001", "0002")
+HEAD = REVISIONS[-1]
 
 
 def alembic_config(connection=None):
@@ -37,17 +41,18 @@ def known_revisions():
 
 def current_revision(connection):
     """The store's revision, or None for an empty database."""
-    from alembic.runtime.migration import MigrationContext
-    return MigrationContext.configure(connection).get_current_revision()
+    from sqlalchemy import inspect, text
+    if not inspect(connection).has_table("alembic_version"):
+        return None
+    return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
 def refuse_newer(revision):
-    known = known_revisions()
-    if revision is not None and revision not in known:
+    if revision is not None and revision not in REVISIONS:
         raise StoreError(
             "the store is at schema revision %s, newer than this gpufleet knows (its revisions: %s, newest %s); "
             "upgrade gpufleet on this controller, or point it at another store" % (
-                revision, ", ".join(sorted(known)), head_revision()))
+                revision, ", ".join(REVISIONS), HEAD))
 
 
 def upgrade(connection, revision="head"):
@@ -58,7 +63,7 @@ def upgrade(connection, revision="head"):
 def ensure_schema(engine, revision="head"):
     """Create or upgrade the store to `revision` (head: this code's newest) in one transaction; refuse a
     store at a revision this code does not know. Returns the revision the store is at."""
-    target = head_revision() if revision == "head" else revision
+    target = HEAD if revision == "head" else revision
     with engine.begin() as connection:
         current = current_revision(connection)
         refuse_newer(current)

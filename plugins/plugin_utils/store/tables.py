@@ -5,13 +5,14 @@
 
 The migrations (store/migrations/versions) create the same tables step by step and never import this
 file: a revision is frozen once released. Times are ISO 8601 UTC text ("2026-11-30T06:00:00Z"), which
-sorts as time in both engines; documents (facts, findings, causes, the run record) are JSON text.
+sorts as time in both engines; documents (findings, causes, the run record) are JSON text, facts
+zlib-compressed JSON (a host's facts are ~30 KB, a tenth of that compressed).
 """
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from sqlalchemy import BigInteger, Column, ForeignKey, Index, Integer, MetaData, String, Table, Text
+from sqlalchemy import BigInteger, Column, ForeignKey, Index, Integer, LargeBinary, MetaData, String, Table, Text
 
 METADATA = MetaData()
 TIME = String(32)
@@ -57,7 +58,7 @@ FACTS = Table(
     run_reference(),
     Column("host", String(255), nullable=False),
     Column("collected_at", TIME),
-    Column("data", Text, nullable=False),
+    Column("data", LargeBinary, nullable=False),  # zlib of the facts file's JSON (store/write.py)
     Index("ix_facts_run_host", "run_pk", "host", unique=True),
 )
 

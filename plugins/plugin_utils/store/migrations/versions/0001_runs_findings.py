@@ -55,7 +55,7 @@ def upgrade():
         run_reference(),
         sa.Column("host", sa.String(255), nullable=False),
         sa.Column("collected_at", sa.String(32)),
-        sa.Column("data", sa.Text, nullable=False),
+        sa.Column("data", sa.LargeBinary, nullable=False),
     )
     op.create_index("ix_facts_run_host", "facts", ["run_pk", "host"], unique=True)
     op.create_table(
