@@ -64,11 +64,13 @@ test: system-packages test-unit units test-docs test-integration sanity lint tes
 system-packages:
 	tools/ensure_system_packages.sh
 
+# GPUFLEET_POSTGRES_REQUIRED: the run store tests against a real PostgreSQL (tests/support/postgres.py) fail
+# instead of skipping when the server cannot start; plain pytest skips them with the reason.
 test-unit: $(TEST_STAMP)
-	$(VENV_PY) -m pytest tests/unit -q
+	GPUFLEET_POSTGRES_REQUIRED=1 $(VENV_PY) -m pytest tests/unit -q
 
 test-integration: $(TEST_STAMP)
-	$(VENV_PY) -m pytest tests/integration -q
+	GPUFLEET_POSTGRES_REQUIRED=1 $(VENV_PY) -m pytest tests/integration -q
 
 # The tests marked corpus read public captures and researched facts kept outside the repository
 # (GPUFLEET_CORPUS, else ../shared beside the checkout). `make test` runs them when the corpus is there and

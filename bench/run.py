@@ -54,6 +54,7 @@ from simulator.nvml_sim import SimulatedNvmlLibrary, scenario_h100_node  # noqa:
 
 from corpus import realdata_dir  # noqa: E402
 from diagnose_bench import SIZES as DIAGNOSE_SIZES, diagnose_bench, print_diagnose  # noqa: E402
+from store_bench import print_store, store_bench  # noqa: E402
 
 RESULTS = REPO / "bench" / "results" / "latest.json"
 SMI_CAPTURE = "nvsmi-q-x_tesla-t4_515.105.01_v11_telegraf.xml"
@@ -588,7 +589,7 @@ def print_fleet(result):
               % (name, host["gpus"], host["source"], host["median_ms"], host["min_ms"], host["max_ms"]))
 
 
-FIGURES = ("collection", "payload", "fleet", "diagnose")
+FIGURES = ("collection", "payload", "fleet", "diagnose", "store")
 
 
 def parse_args(argv):
@@ -612,6 +613,8 @@ def parse_args(argv):
                         help="skip figure 4's cProfile runs at the smallest and largest size")
     parser.add_argument("--diagnose-tmp", type=Path, default=None,
                         help="folder for figure 4's report folders, removed after each run (default: $TMPDIR)")
+    parser.add_argument("--store-rounds", type=int, default=3,
+                        help="paired rounds of figure 5's store overhead (default %(default)s)")
     parser.add_argument("--output", type=Path, default=RESULTS, help="JSON results (default %(default)s)")
     return parser.parse_args(argv)
 
@@ -641,6 +644,9 @@ def main(argv=None):
                                              not args.no_diagnose_profile,
                                              str(args.diagnose_tmp) if args.diagnose_tmp else None)
         print_diagnose(results["diagnose"])
+    if "store" in chosen:
+        results["store"] = store_bench(args.store_rounds, work_root=str(args.diagnose_tmp) if args.diagnose_tmp else None)
+        print_store(results["store"])
     results["machine"]["load_average_at_end"] = os.getloadavg()
     results["seconds"] = round(time.perf_counter() - started, 1)
     args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.remediation import (
     compare, fixes_by_host, load_report, render_summary)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_terminal import render_terminal
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import create_run_dir, write_atomically
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import settings_for
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_text
 
 
@@ -84,10 +85,13 @@ class ActionModule(ActionBase):
         results = registered_results(task_vars["hostvars"], args["hosts"], args["result_var"],
                                      args["run_marker_var"], args["run_dir"])
         scope = {"hosts": args["scope_hosts"], "pattern": args["scope_pattern"], "limit": args["limit"]}
+        store = settings_for(args["report_root"], args["store_url"], args["store"],
+                             list({id(policy): policy for policy in host_policies.values()}.values()),
+                             groups=task_vars.get("groups"))
         try:
             run_dir = create_run_dir(args["run_dir"])
             report, paths, lines = run_audit(results, host_policies, run_dir, args["report_root"],
-                                             args["started_at"], args["fail_severity"], scope)
+                                             args["started_at"], args["fail_severity"], scope, store)
         except (OSError, ValueError) as exc:
             raise AnsibleActionFail("audit_report: %s" % exc)
 
@@ -99,6 +103,7 @@ class ActionModule(ActionBase):
         display.display(text)
         result.update(changed=False, report_dir=run_dir, files=paths, run_status=report["run"]["status"],
                       findings_by_severity=report["summary"]["by_severity"], causes=len(report["causes"]),
+                      store=report.get("store"),
                       host_fixes=fixes_by_host(report), fixable_roles=list(FIXABLE_ROLES))
         record = None
         not_converged = []

@@ -111,6 +111,20 @@ options:
         example that no role fixes it or that the host was not converged) and the new ones. A summary is printed.
       - A host that was not converged (its remediation failed, or this audit could not read it) gets the verdict V(fail).
     type: path
+  store:
+    description:
+      - Write the run into the run store and compare it with the previous complete run of the same scope
+        (C(changes) in C(report.json), C(first_seen) and C(runs_open) per finding). V(false) turns the store off.
+      - A store that cannot be written never fails the run; C(report.json) says so under C(store). See C(docs/store.md).
+    type: bool
+    default: true
+  store_url:
+    description:
+      - Database URL of the run store (C(sqlite:///path) or C(postgresql://user:password@host/db)). Playbooks pass
+        the inventory variable C(gpufleet_store_url).
+      - Not given, the environment variable C(GPUFLEET_STORE_URL) applies, else the SQLite file
+        C(<report_root>/gpufleet.sqlite), created on first use.
+    type: str
   not_converged_var:
     description:
       - With O(compare_with), the host variable that is true on hosts whose remediation failed.
@@ -143,6 +157,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+store:
+  description: What the run store did with this run (C(report.json) C(store)); V(off), V(written) or V(failed) in C(status).
+  returned: always
+  type: dict
+  sample: {"status": "written", "url": "sqlite:////srv/gpufleet/reports/gpufleet.sqlite", "error": null}
 report_dir:
   description: The run folder created (O(run_dir), or O(run_dir)-N when that name was taken).
   returned: always
@@ -224,6 +243,8 @@ ARGUMENT_SPEC = {
     "host_lines": {"type": "int", "default": 200},
     "compare_with": {"type": "path"},
     "not_converged_var": {"type": "str", "default": "gpufleet_remediation_failed"},
+    "store": {"type": "bool", "default": True},
+    "store_url": {"type": "str", "no_log": True},
 }
 
 

@@ -19,6 +19,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.collection_version i
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import rule_declaration, severity_rank
 from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import collection_status, summary_line
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import record_run
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import (
     FACTS_MODE, facts_file_names, write_atomically, write_reports)
 
@@ -133,10 +134,11 @@ def strictest_fail_severity(policies):
     return min(failing, key=severity_rank)
 
 
-def run_audit(results, host_policies, run_dir, report_root, started_at, fail_severity=None, scope=None):
+def run_audit(results, host_policies, run_dir, report_root, started_at, fail_severity=None, scope=None, store=None):
     """results: {host: registered gpu_facts result}; host_policies: {host: effective policy};
     scope: {"hosts": every host of the audit's pattern without --limit, "pattern", "limit"} (optional:
-    without it the targeted hosts are the whole scope).
+    without it the targeted hosts are the whole scope); store: store.record.StoreSettings (None: no store,
+    and the report has no "store" and "changes" sections).
 
     Returns (report, written paths, per-host summary lines).
     """
@@ -174,6 +176,8 @@ def run_audit(results, host_policies, run_dir, report_root, started_at, fail_sev
     if fail_severity == NO_FAILURE:
         report["summary"]["failed_threshold"] = False
         report["run"]["fail_severity"] = NO_FAILURE
+    if store is not None:
+        record_run(store, report, facts_by_host, host_policies, run_dir=run_dir)
     lines = [summary_line(host, results[host]) for host in sorted(results)]
     write_atomically(os.path.join(run_dir, "hosts.txt"), "\n".join(lines) + "\n")
     paths = write_reports(report, run_dir, report_root)

@@ -22,6 +22,7 @@ import json
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYER_ORDER, LAYERS, SEVERITIES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import HOST_STATUSES, REPORT_VERSION
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_text, visible_json_strings
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_history import html_section as changes_html
 
 MAX_CAUSE_HOSTS_SHOWN = 12
 MAX_PROBLEM_HOSTS_LISTED = 500
@@ -593,6 +594,7 @@ def render_html(report):
         page_header(report),
         "<main>",
         policy_errors_section(report),
+        changes_html(report, esc),
         summary_section(report),
         causes_section(report),
         problem_hosts_section(report),

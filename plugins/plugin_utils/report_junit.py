@@ -34,6 +34,8 @@ import re
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYER_ORDER, LAYERS, SEVERITIES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import severity_rank
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_xml_text
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_history import (
+    junit_finding_note as history_note, junit_properties as history_properties)
 
 COLLECTION_SUITE = "collection"
 COLLECTION_CASE = "collection.gpu_facts"
@@ -80,7 +82,7 @@ def findings_by_host_and_rule(findings):
 
 def describe_finding(finding):
     where = "GPU %s" % finding["gpu"] if finding.get("gpu") else "host"
-    lines = ["[%s] %s: %s" % (finding["severity"], where, finding["summary"]), "  action: %s" % finding["action"]]
+    lines = ["[%s] %s: %s%s" % (finding["severity"], where, finding["summary"], history_note(finding)), "  action: %s" % finding["action"]]
     if finding.get("fix"):
         lines.append("  fix: %s" % finding["fix"])
     lines.append("  evidence: %s" % json.dumps(finding.get("evidence"), sort_keys=True, default=str))
@@ -126,7 +128,7 @@ def run_properties(report):
     pairs = [("gpufleet.run_status", run.get("status") or "complete"),
              ("gpufleet.run_status_reason", run.get("status_reason") or ""),
              ("gpufleet.fail_severity", report["summary"]["fail_severity"]),
-             ("gpufleet.report_version", report.get("report_version") or "")]
+             ("gpufleet.report_version", report.get("report_version") or "")] + history_properties(report)
     items = "".join('<property name="%s" value="%s"/>' % (attribute(name), attribute(value)) for name, value in pairs)
     return "<properties>%s</properties>" % items
 

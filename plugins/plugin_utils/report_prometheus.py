@@ -22,6 +22,7 @@ import re
 
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYERS, SEVERITIES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import HOST_STATUSES, REPORT_VERSION
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_history import prometheus_lines as history_families
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _LABEL_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n"})
@@ -156,4 +157,5 @@ def render_prometheus(report):
     lines += host_families(report) + finding_family(report)
     if run_status(report) == "complete":
         lines += cause_families(report)
+    lines += history_families(report, family, sample)
     return "\n".join(lines) + "\n"

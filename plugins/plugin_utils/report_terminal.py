@@ -11,6 +11,7 @@ import textwrap
 import os
 
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYERS, SEVERITIES
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_history import terminal_lines as history_lines
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_line, safe_text
 
 MAX_CAUSES = 5
@@ -119,6 +120,7 @@ def render_terminal(report, paths=None, report_dir=None):
     if policy_errors:
         lines.append(clip("Policy errors (%d): %s" % (len(policy_errors), one_line(policy_errors[0]))))
     lines.append(run_status_line(report))
+    lines += history_lines(report)
     lines.append(verdict(report))
     lines += report_lines(paths, report_dir)
     # every piece of host text was escaped where it was placed; this catches any line that missed it

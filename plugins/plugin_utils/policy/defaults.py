@@ -75,6 +75,18 @@ DEFAULT_POLICY = {
     "custom_rules": [],
     "report": {"fail_severity": "critical", "accept_unreachable": False},
     "remediation": {"batch_size": 1},
+    # the run store (docs/store.md): how long facts and runs are kept, in days (0: forever)
+    "store": {"retention": {"facts_days": 30, "runs_days": 365}},
+    # growth per day of a GPU's error counters across runs (docs/history.md); null turns one rate off
+    "trends": {
+        "ecc_corrected_per_day": 1000,
+        "retired_pages_per_day": 1,
+        "remapped_rows_per_day": 1,
+        "pcie_replays_per_day": 100,
+        "nvlink_errors_per_day": 10,
+        "xid_per_day": 2,
+        "min_hours": 1,
+    },
 }
 
 # Lists of entries identified by their "name": fragments merge them entry by entry instead of replacing them.

@@ -121,6 +121,16 @@ POLICY_SCHEMA = section({
                                "a rule name of lower-case letters, digits and '_'"),
     "report": section({"fail_severity": choice(FAIL_SEVERITIES), "accept_unreachable": boolean()}),
     "remediation": section({"batch_size": batch_size()}),
+    "store": section({"retention": section({"facts_days": integer(0, 36500), "runs_days": integer(0, 36500)})}),
+    "trends": section({
+        "ecc_corrected_per_day": number(0, 10 ** 9, nullable=True),
+        "retired_pages_per_day": number(0, 10 ** 9, nullable=True),
+        "remapped_rows_per_day": number(0, 10 ** 9, nullable=True),
+        "pcie_replays_per_day": number(0, 10 ** 9, nullable=True),
+        "nvlink_errors_per_day": number(0, 10 ** 9, nullable=True),
+        "xid_per_day": number(0, 10 ** 9, nullable=True),
+        "min_hours": number(0, 8760),
+    }),
 })
 
 

@@ -1,0 +1,224 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Figure 5 of `make bench`: the run store (bench/README.md, section 5). Run alone with
+`bench/run.py --only store`.
+
+a) overhead: the controller's side of an audit (plugin_utils.audit_run.run_audit, as figure 4 times it) at
+   1,000 hosts of 8 GPUs without the store, with a SQLite store and with a PostgreSQL store (a server the
+   bench starts like the tests do, tests/support/postgres.py), interleaved, each store already holding one
+   run so the comparison and the trends have something to read. Ratio: with / without, per round.
+b) queries at 10,000 hosts: a store of 30 complete runs of 10,000 hosts (4 findings each); the time of
+   "what changed since the previous run" (the previous complete run's findings, compared with a run's)
+   and of one finding's history over the 30 runs.
+c) size: bytes per host and run of a store of 30 daily runs of 100 hosts of 8 GPUs with the default
+   retention (facts 30 days, runs 365), and its growth run after run.
+"""
+
+import datetime
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+for entry in (str(REPO), str(REPO / "collections")):
+    if entry not in sys.path:
+        sys.path.insert(0, entry)
+
+# pylint: disable=wrong-import-position
+from diagnose_bench import build_fleet, load_templates  # noqa: E402
+
+from ansible_collections.gpufleet.core.plugins.plugin_utils import audit_run  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store import changes as change_set  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import make_engine  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.identity import identify  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import (  # noqa: E402
+    finding_history, open_findings, previous_complete_run)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.schema import ensure_schema  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import write_run  # noqa: E402
+from tests.support.postgres import Cluster, missing_reason  # noqa: E402
+
+OVERHEAD_HOSTS = 1000
+QUERY_HOSTS = 10000
+QUERY_RUNS = 30
+FINDINGS_PER_HOST = 4
+SIZE_HOSTS = 100
+SIZE_RUNS = 30
+QUERY_RULES = ("hardware.xid", "hardware.pcie_link_degraded", "driver.persistence_mode_off", "workload.memory_near_full",
+               "hardware.temperature_near_slowdown", "scheduling.mig_layout_drift")
+
+
+def iso(moment):
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def sqlite_url(folder, name):
+    return "sqlite:///%s" % os.path.join(folder, name)
+
+
+# ---------------------------------------------------------------- a) overhead of the store on an audit
+
+def audit_seconds(results, policies, folder, started_at, store):
+    run_dir = tempfile.mkdtemp(prefix="run-", dir=folder)
+    wall = time.perf_counter()
+    report, _paths, _lines = audit_run.run_audit(results, policies, run_dir, folder, started_at, store=store)
+    seconds = time.perf_counter() - wall
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return seconds, report
+
+
+def overhead(rounds, work, postgres_url):
+    templates, group_policies = load_templates()
+    results, policies = build_fleet(OVERHEAD_HOSTS, templates, group_policies)
+    stores = {"sqlite": lambda number: StoreSettings(sqlite_url(work, "overhead-%d.sqlite" % number), "bench")}
+    if postgres_url:
+        stores["postgresql"] = lambda number: StoreSettings(postgres_url(), "bench")
+    now = datetime.datetime.now(datetime.timezone.utc)
+    times = {"none": []}
+    times.update({name: [] for name in stores})
+    status = {}
+    for number in range(rounds):
+        for name in ["none"] + list(stores):
+            store = stores[name](number) if name != "none" else None
+            if store is not None:  # the store holds the previous day's run
+                audit_seconds(results, policies, work, iso(now - datetime.timedelta(days=1)), store)
+            seconds, report = audit_seconds(results, policies, work, iso(now), store)
+            times[name].append(seconds)
+            status[name] = (report.get("store") or {}).get("status", "none")
+    result = {"hosts": OVERHEAD_HOSTS, "gpus_per_host": 8, "rounds": rounds, "store_status": status,
+              "seconds": {name: [round(value, 3) for value in values] for name, values in times.items()}}
+    for name in stores:
+        ratios = [with_store / without for with_store, without in zip(times[name], times["none"])]
+        result["ratio_" + name] = round(statistics.median(ratios), 3)
+    return result
+
+
+# ---------------------------------------------------------------- b) queries at 10,000 hosts
+
+def synthetic_run(number, started_at, hosts):
+    findings = {}
+    for host_number in range(hosts):
+        host = "gpu-node-%05d" % host_number
+        findings[host] = [{"rule": QUERY_RULES[(host_number + k) % len(QUERY_RULES)],
+                           "layer": QUERY_RULES[(host_number + k) % len(QUERY_RULES)].split(".")[0],
+                           "severity": "warning", "host": host, "gpu": "0000:%02x:00.0" % (0x1b + k),
+                           "summary": "finding %d" % k, "evidence": {}, "action": "look", "fix": None}
+                          for k in range(FINDINGS_PER_HOST if (host_number + number) % 50 else FINDINGS_PER_HOST - 1)]
+    run = {"id": "run-%02d" % number, "started_at": started_at, "finished_at": started_at, "status": "complete",
+           "scope": {"pattern": "all"}, "fail_severity": "critical"}
+    hosts_status = {host: {"status": "ok", "facts_file": None, "message": None} for host in findings}
+    return build_report(run, hosts_status, findings, [])
+
+
+def fill_query_store(url):
+    engine = make_engine(url)
+    ensure_schema(engine)
+    start = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=QUERY_RUNS)
+    wall = time.perf_counter()
+    history = {}
+    for number in range(QUERY_RUNS):
+        started = iso(start + datetime.timedelta(days=number))
+        report = synthetic_run(number, started, QUERY_HOSTS)
+        identified = identify(report["findings"], {})
+        runs = {identity: (history.get(identity, (started, 0))[0], history.get(identity, (started, 0))[1] + 1)
+                for _finding, identity, _parts in identified}
+        history = runs
+        with engine.begin() as connection:
+            write_run(connection, report, {}, identified, runs, keep_facts=False)
+    return engine, time.perf_counter() - wall, report
+
+
+def query_times(url, repeats):
+    engine, fill_seconds, last = fill_query_store(url)
+    identified = identify(last["findings"], {})
+    audited = set(last["hosts"])
+    changed, history = [], []
+    try:
+        for _ in range(repeats):
+            wall = time.perf_counter()
+            with engine.connect() as connection:
+                previous_run = previous_complete_run(connection, "all")
+                previous = open_findings(connection, previous_run.id)
+                _history, changes = change_set.compare(identified, previous, last["run"]["started_at"], audited,
+                                                       previous_run.run_id)
+            changed.append(time.perf_counter() - wall)
+            wall = time.perf_counter()
+            with engine.connect() as connection:
+                rows = finding_history(connection, identified[len(identified) // 2][1])
+            history.append(time.perf_counter() - wall)
+    finally:
+        engine.dispose()
+    return {"fill_seconds": round(fill_seconds, 1), "changes_seconds": round(statistics.median(changed), 3),
+            "history_seconds": round(statistics.median(history), 4), "history_runs": len(rows),
+            "findings_per_run": len(last["findings"]), "changes_counts": changes["counts"]}
+
+
+# ---------------------------------------------------------------- c) size and growth
+
+def sqlite_bytes(path):
+    return sum(os.path.getsize(path + suffix) for suffix in ("", "-wal") if os.path.exists(path + suffix))
+
+
+def size_growth(work):
+    templates, group_policies = load_templates()
+    results, policies = build_fleet(SIZE_HOSTS, templates, group_policies)
+    path = os.path.join(work, "size.sqlite")
+    store = StoreSettings("sqlite:///" + path, "bench")
+    start = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=SIZE_RUNS)
+    sizes = []
+    for number in range(SIZE_RUNS):
+        audit_seconds(results, policies, work, iso(start + datetime.timedelta(days=number)), store)
+        engine = make_engine(store.url)
+        with engine.connect() as connection:
+            connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        engine.dispose()
+        sizes.append(sqlite_bytes(path))
+    growth = [later - earlier for earlier, later in zip(sizes, sizes[1:])]
+    return {"hosts": SIZE_HOSTS, "runs": SIZE_RUNS, "bytes_after_runs": sizes,
+            "bytes_per_host_and_run": round(statistics.median(growth) / SIZE_HOSTS),
+            "bytes_after_30_runs": sizes[-1]}
+
+
+def store_bench(rounds=2, query_repeats=5, work_root=None):
+    work = tempfile.mkdtemp(prefix="gpufleet-bench-store-", dir=work_root)
+    cluster = None
+    result = {}
+    try:
+        reason = missing_reason()
+        if reason is None:
+            cluster = Cluster().start()
+        result["postgresql"] = "started" if cluster else "skipped: %s" % reason
+        result["overhead"] = overhead(rounds, work, cluster.new_database if cluster else None)
+        result["queries"] = {"sqlite": query_times(sqlite_url(work, "queries.sqlite"), query_repeats)}
+        if cluster:
+            result["queries"]["postgresql"] = query_times(cluster.new_database(), query_repeats)
+        result["size"] = size_growth(work)
+    finally:
+        if cluster:
+            cluster.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+def print_store(result):
+    over = result["overhead"]
+    print("\n5. The run store (%s hosts of 8 GPUs; PostgreSQL %s)" % (over["hosts"], result["postgresql"]))
+    for name, values in over["seconds"].items():
+        print("   audit, store %-10s %s s" % (name, " ".join("%.2f" % value for value in values)))
+    for name in ("sqlite", "postgresql"):
+        if "ratio_" + name in over:
+            print("   with %-10s / without: %.3f (median of paired rounds)" % (name, over["ratio_" + name]))
+    for name, query in result["queries"].items():
+        print("   %s, %d runs of %d hosts (%d findings a run; filled in %.0f s): changes %.3f s, history of one "
+              "finding over %d runs %.4f s" % (name, QUERY_RUNS, QUERY_HOSTS, query["findings_per_run"],
+                                                query["fill_seconds"], query["changes_seconds"],
+                                                query["history_runs"], query["history_seconds"]))
+    size = result["size"]
+    print("   size: %d bytes per host and run; %.1f MB after %d daily runs of %d hosts (default retention)"
+          % (size["bytes_per_host_and_run"], size["bytes_after_30_runs"] / 1e6, size["runs"], size["hosts"]))

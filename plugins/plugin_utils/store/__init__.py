@@ -1,0 +1,4 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The run store: every audit's run, host statuses, facts, findings and causes (docs/store.md)."""

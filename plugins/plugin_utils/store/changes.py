@@ -1,0 +1,64 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What changed since the previous complete run of the same scope: new, persisting and cleared findings,
+and since when each open finding is open (first_seen, runs_open). Plain data in, plain data out."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+
+
+def change_entry(finding, identity, first_seen, runs_open):
+    return {"identity": identity, "rule": finding.get("rule"), "host": finding.get("host"),
+            "gpu": finding.get("gpu"), "severity": finding.get("severity"), "layer": finding.get("layer"),
+            "summary": finding.get("summary"), "first_seen": first_seen, "runs_open": runs_open}
+
+
+def compare(identified, previous, run_started_at, audited_hosts, previous_run_id=None):
+    """identified: [(finding, identity, parts)] of this run; previous: {identity: row with first_seen, runs_open,
+    host, data} of the previous complete run (empty when there is none); audited_hosts: hosts whose facts
+    this run read (a finding of a host not audited now is neither cleared nor persisting: it is unknown).
+
+    Returns (history {identity: (first_seen, runs_open)}, changes section of the report)."""
+    history, new, persisting = {}, [], []
+    for finding, identity, _parts in identified:
+        before = previous.get(identity)
+        if before is None:
+            history[identity] = (run_started_at, 1)
+            new.append(change_entry(finding, identity, run_started_at, 1))
+        else:
+            history[identity] = (before.first_seen, before.runs_open + 1)
+            persisting.append(change_entry(finding, identity, before.first_seen, before.runs_open + 1))
+    cleared = []
+    for identity, row in previous.items():
+        if identity not in history and row.host in audited_hosts:
+            cleared.append(change_entry(json.loads(row.data), identity, row.first_seen, row.runs_open))
+    changes = {
+        "status": "compared" if previous_run_id else "first_run",
+        "against": previous_run_id,
+        "counts": {"new": len(new), "persisting": len(persisting), "cleared": len(cleared)},
+        "new": new,
+        "persisting": persisting,
+        "cleared": sorted(cleared, key=lambda entry: (entry["host"], entry["rule"], entry["gpu"] or "")),
+    }
+    return history, changes
+
+
+def unavailable(reason):
+    """The changes section when the store could not answer (or is off)."""
+    return {"status": "unavailable", "reason": reason, "against": None,
+            "counts": {"new": 0, "persisting": 0, "cleared": 0}, "new": [], "persisting": [], "cleared": []}
+
+
+def annotate(report, identified, history, changes):
+    """Adds identity, first_seen and runs_open to each finding (in report.findings and under hosts,
+    which hold the same dicts) and the changes section."""
+    for finding, identity, _parts in identified:
+        first_seen, runs_open = history[identity]
+        finding["identity"] = identity
+        finding["first_seen"] = first_seen
+        finding["runs_open"] = runs_open
+    report["changes"] = changes
+    return report

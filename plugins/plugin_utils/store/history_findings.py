@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The findings only the store can make (rules_history.py): drift of each host from its baseline run and
+the growth of each GPU's error counters since the previous complete run. They join the report like any
+other finding (summary, verdicts, every renderer), before the run is compared and written."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from sqlalchemy import select
+
+from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import DEFAULT_FAIL_SEVERITY, NO_FAILURE
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_history import (
+    DRIFT_RULES, TREND_RULES, HistoryContext, run_rules)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline import baseline_facts, baseline_for_hosts
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import GPU_COUNTERS
+
+
+def previous_counters(connection, previous_run):
+    """{host: {gpu key: counters row}} of the previous complete run."""
+    if previous_run is None:
+        return {}
+    found = {}
+    for row in connection.execute(select(GPU_COUNTERS).where(GPU_COUNTERS.c.run_pk == previous_run.id)):
+        found.setdefault(row.host, {})[row.gpu_key] = row
+    return found
+
+
+def invert_groups(groups):
+    """{group: [hosts]} (Ansible's `groups`) -> {host: [groups]}."""
+    by_host = {}
+    for group, hosts in (groups or {}).items():
+        for host in hosts or ():
+            by_host.setdefault(host, []).append(group)
+    return by_host
+
+
+def history_findings(connection, facts_by_host, host_policies, groups_of_host, previous_run):
+    """({host: [findings]}, rule ids evaluated)."""
+    audited = [host for host, facts in facts_by_host.items() if facts is not None]
+    baselines = baseline_facts(connection, baseline_for_hosts(connection, audited, groups_of_host))
+    counters = previous_counters(connection, previous_run)
+    found, rules = {}, set()
+    for host in audited:
+        policy = (host_policies or {}).get(host) or {}
+        facts = facts_by_host[host]
+        extra = []
+        if host in baselines:
+            before, row, group = baselines[host]
+            ctx = HistoryContext(host, facts, before, {"run": row.run_id, "group": group}, policy)
+            extra += run_rules(DRIFT_RULES, ctx)
+            rules.update(info.id for info in DRIFT_RULES)
+        if host in counters:
+            extra += run_rules(TREND_RULES, HistoryContext(host, facts, policy=policy, counters=counters[host]))
+            rules.update(info.id for info in TREND_RULES)
+        if extra:
+            found[host] = extra
+    return found, sorted(rules)
+
+
+def add_findings(report, extra, rule_ids):
+    """The report rebuilt with the extra findings and rules (summary, order, counts), in place."""
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report
+    if not extra and not rule_ids:
+        return report
+    run = dict(report["run"])
+    never = run.get("fail_severity") == NO_FAILURE
+    if never:
+        run["fail_severity"] = DEFAULT_FAIL_SEVERITY
+    if rule_ids:
+        run["rules_run"] = sorted(set(run.get("rules_run") or ()) | set(rule_ids))
+    hosts = {host: {key: entry.get(key) for key in ("status", "facts_file", "message")}
+             for host, entry in report["hosts"].items()}
+    findings = {host: list(entry["findings"]) + list(extra.get(host) or ()) for host, entry in report["hosts"].items()}
+    rebuilt = build_report(run, hosts, findings, report["causes"])
+    if never:
+        rebuilt["summary"]["failed_threshold"] = False
+        rebuilt["run"]["fail_severity"] = NO_FAILURE
+    for key, value in rebuilt.items():
+        report[key] = value
+    return report
+
+
+def extender(host_policies, groups_of_host):
+    """The hook store.record.record_run calls inside the run's transaction."""
+    def extend(connection, report, facts_by_host, previous_run):
+        extra, rule_ids = history_findings(connection, facts_by_host, host_policies, groups_of_host, previous_run)
+        add_findings(report, extra, rule_ids)
+    return extend

@@ -1,0 +1,156 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Writes one run (its record, host statuses, facts, findings, causes and GPU counters) on a connection
+whose transaction the caller holds, and applies the retention policy."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import datetime
+import json
+import os
+import zlib
+
+from sqlalchemy import delete, select
+
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.identity import gpu_key
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import (
+    BASELINES, CAUSES, FACTS, FINDINGS, GPU_COUNTERS, HOSTS, RUN_TABLES, RUNS)
+
+UNSCOPED = "all"
+
+
+def dumps(value):
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def scope_key(run):
+    return str(((run.get("scope") or {}).get("pattern")) or UNSCOPED)
+
+
+FACTS_COMPRESSION = 1  # zlib level: fast, and still about 10 times smaller
+
+
+def facts_blob(facts, run_dir=None, facts_file=None):
+    """The compressed JSON of a host's facts: the facts file the audit just wrote when there is one (no
+    second serialisation of every host's facts), else the facts encoded here."""
+    data = None
+    if run_dir and facts_file:
+        try:
+            with open(os.path.join(run_dir, facts_file), "rb") as stream:
+                data = stream.read().rstrip(b"\n")
+        except OSError:
+            data = None
+    if data is None:
+        data = json.dumps(facts, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode(
+            "utf-8", "backslashreplace")
+    return zlib.compress(data, FACTS_COMPRESSION)
+
+
+def facts_from_blob(blob):
+    return json.loads(zlib.decompress(bytes(blob)).decode("utf-8", "replace"))
+
+
+def insert_run(connection, report):
+    run = report["run"]
+    result = connection.execute(RUNS.insert().values(
+        run_id=run["id"], scope_key=scope_key(run), status=run["status"], status_reason=run.get("status_reason"),
+        started_at=run.get("started_at"), finished_at=run.get("finished_at"), tool_version=run.get("tool_version"),
+        report_version=report.get("report_version"), run_dir=run.get("run_dir"),
+        hosts_total=len(report["hosts"]), findings_total=len(report["findings"]),
+        record=dumps(run), summary=dumps(report["summary"])))
+    return result.inserted_primary_key[0]
+
+
+def total(*values):
+    present = [value for value in values if isinstance(value, int) and not isinstance(value, bool)]
+    return sum(present) if present else None
+
+
+def gpu_counters(gpu):
+    """{counter column: cumulative value or None} of one GPU's facts."""
+    ecc = gpu.get("ecc") or {}
+    retired = gpu.get("retired_pages") or {}
+    remapped = gpu.get("remapped_rows") or {}
+    nvlink = [total(*(link.get("errors") or {}).values()) for link in gpu.get("nvlinks") or ()]
+    return {
+        "ecc_corrected": total(ecc.get("aggregate_corrected")),
+        "retired_pages": total(retired.get("single_bit"), retired.get("double_bit")),
+        "remapped_rows": total(remapped.get("correctable"), remapped.get("uncorrectable")),
+        "pcie_replays": total((gpu.get("pcie") or {}).get("replay_counter")),
+        "nvlink_errors": total(*nvlink),
+    }
+
+
+def counter_rows(run_pk, facts_by_host, observed_at):
+    rows = []
+    for host, facts in facts_by_host.items():
+        for gpu in (facts or {}).get("gpus") or ():
+            key = gpu_key(gpu)
+            if key is None or gpu.get("lost"):
+                continue
+            counters = gpu_counters(gpu)
+            if any(value is not None for value in counters.values()):
+                rows.append(dict(counters, run_pk=run_pk, host=host, gpu_key=key,
+                                 observed_at=facts.get("collected_at") or observed_at))
+    return rows
+
+
+def write_run(connection, report, facts_by_host, identified, history, keep_facts=True, run_dir=None):
+    """Insert the run; identified: [(finding, identity, identity parts)]; history: {identity: (first_seen, runs_open)}.
+    run_dir: the run folder, whose facts files are stored as they are. Returns the run's row number."""
+    run_pk = insert_run(connection, report)
+    started = report["run"].get("started_at")
+    host_rows = [{"run_pk": run_pk, "host": host, "status": entry["status"], "message": entry.get("message"),
+                  "facts_file": entry.get("facts_file")} for host, entry in report["hosts"].items()]
+    if host_rows:
+        connection.execute(HOSTS.insert(), host_rows)
+    if keep_facts:
+        fact_rows = [{"run_pk": run_pk, "host": host, "collected_at": facts.get("collected_at"),
+                      "data": facts_blob(facts, run_dir, (report["hosts"].get(host) or {}).get("facts_file"))}
+                     for host, facts in facts_by_host.items() if facts is not None]
+        if fact_rows:
+            connection.execute(FACTS.insert(), fact_rows)
+    finding_rows = []
+    for finding, identity, parts in identified:
+        first_seen, runs_open = history[identity]
+        _rule, _host, gpu, key = parts
+        finding_rows.append({
+            "run_pk": run_pk, "identity": identity, "host": str(finding.get("host")), "rule": str(finding.get("rule")),
+            "layer": finding.get("layer") or "", "severity": finding.get("severity") or "", "gpu": finding.get("gpu"),
+            "gpu_key": gpu or None, "rule_key": key, "first_seen": first_seen or started or "",
+            "runs_open": runs_open, "data": dumps(finding)})
+    if finding_rows:
+        connection.execute(FINDINGS.insert(), finding_rows)
+    cause_rows = [{"run_pk": run_pk, "cause_id": str(cause.get("id")), "severity": cause.get("severity"),
+                   "data": dumps(cause)} for cause in report.get("causes") or ()]
+    if cause_rows:
+        connection.execute(CAUSES.insert(), cause_rows)
+    counters = counter_rows(run_pk, facts_by_host, started or "")
+    if counters:
+        connection.execute(GPU_COUNTERS.insert(), counters)
+    return run_pk
+
+
+def cutoff(now, days):
+    return (now - datetime.timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def apply_retention(connection, facts_days, runs_days, now=None):
+    """Remove facts older than facts_days and runs (with their hosts, findings, causes and counters) older
+    than runs_days, except runs a baseline names. Returns {"facts": rows, "runs": rows} removed."""
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    removed = {"facts": 0, "runs": 0}
+    if facts_days:
+        old = select(RUNS.c.id).where(RUNS.c.started_at < cutoff(now, facts_days)).scalar_subquery()
+        removed["facts"] = connection.execute(delete(FACTS).where(FACTS.c.run_pk.in_(old))).rowcount
+    if runs_days:
+        kept = select(BASELINES.c.run_pk)
+        old_runs = [row.id for row in connection.execute(
+            select(RUNS.c.id).where(RUNS.c.started_at < cutoff(now, runs_days), RUNS.c.id.not_in(kept)))]
+        if old_runs:
+            for table in RUN_TABLES:
+                connection.execute(delete(table).where(table.c.run_pk.in_(old_runs)))
+            removed["runs"] = connection.execute(delete(RUNS).where(RUNS.c.id.in_(old_runs))).rowcount
+    return removed

@@ -1,0 +1,206 @@
+"""The run store, on SQLite and on a real PostgreSQL server (tests/support/postgres.py): one transaction
+per run, stable finding identities, new / persisting / cleared, migrations, failures that never stop a run."""
+
+import datetime
+
+import pytest
+from sqlalchemy import select, text
+
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store import write as store_write
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import StoreError, make_engine
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import (
+    finding_history, list_runs, run_facts, store_counts)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.schema import ensure_schema, head_revision
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import BASELINES, RUNS
+from tests.support.postgres import postgres_cluster, store_url  # noqa: F401 pylint: disable=unused-import
+from tests.support.store_runs import BUS, gpu_facts, host_facts, host_wide, make_run, pcie, record, xid
+
+
+
+def days_ago(days):
+    moment = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=days)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+T1, T2, T3, T4 = days_ago(4), days_ago(3), days_ago(2), days_ago(1)
+
+
+def counts(url):
+    engine = make_engine(url)
+    try:
+        with engine.connect() as connection:
+            return store_counts(connection)
+    finally:
+        engine.dispose()
+
+
+def test_first_run_has_every_finding_new(store_url):
+    report, facts = make_run("r1", T1, {"node-1": [xid("node-1"), pcie("node-1")], "node-2": []})
+    record(store_url, report, facts)
+    assert report["store"]["status"] == "written" and report["store"]["error"] is None
+    assert report["changes"]["status"] == "first_run" and report["changes"]["against"] is None
+    assert report["changes"]["counts"] == {"new": 2, "persisting": 0, "cleared": 0}
+    assert [(f["first_seen"], f["runs_open"]) for f in report["findings"]] == [(T1, 1), (T1, 1)]
+    assert counts(store_url)["findings"] == 2 and counts(store_url)["facts"] == 2
+
+
+def test_second_run_marks_persisting_new_and_cleared(store_url):
+    first, facts = make_run("r1", T1, {"node-1": [xid("node-1"), pcie("node-1")], "node-2": [host_wide("node-2")]})
+    record(store_url, first, facts)
+    second, facts = make_run("r2", T2, {"node-1": [xid("node-1")], "node-2": [host_wide("node-2", "driver.x")]})
+    record(store_url, second, facts)
+    changes = second["changes"]
+    assert changes["status"] == "compared" and changes["against"] == "r1"
+    assert [(c["rule"], c["host"], c["first_seen"], c["runs_open"]) for c in changes["persisting"]] == [
+        ("hardware.xid", "node-1", T1, 2)]
+    assert [(c["rule"], c["host"]) for c in changes["new"]] == [("driver.x", "node-2")]
+    assert sorted((c["rule"], c["host"]) for c in changes["cleared"]) == [
+        ("driver.persistence_mode_off", "node-2"), ("hardware.pcie_link_degraded", "node-1")]
+    xid_finding = [f for f in second["findings"] if f["rule"] == "hardware.xid"][0]
+    assert (xid_finding["first_seen"], xid_finding["runs_open"]) == (T1, 2)
+    assert second["hosts"]["node-1"]["findings"][0]["first_seen"] == T1
+
+
+def test_a_gpu_is_the_same_gpu_by_serial_in_another_slot(store_url):
+    first, _ = make_run("r1", T1, {"node-1": [xid("node-1", BUS[0])]})
+    record(store_url, first, {"node-1": host_facts("node-1", T1, [gpu_facts("SER-A", BUS[0])])})
+    second, _ = make_run("r2", T2, {"node-1": [xid("node-1", BUS[1])]})
+    record(store_url, second, {"node-1": host_facts("node-1", T2, [gpu_facts("SER-A", BUS[1])])})
+    assert second["changes"]["counts"] == {"new": 0, "persisting": 1, "cleared": 0}
+    third, _ = make_run("r3", T3, {"node-1": [xid("node-1", BUS[1])]})
+    record(store_url, third, {"node-1": host_facts("node-1", T3, [gpu_facts("SER-B", BUS[1])])})
+    assert third["changes"]["counts"] == {"new": 1, "persisting": 0, "cleared": 1}
+
+
+def test_partial_run_is_not_the_previous_run_and_clears_only_audited_hosts(store_url):
+    record(store_url, *make_run("r1", T1, {"node-1": [xid("node-1")], "node-2": [xid("node-2")]}))
+    partial, facts = make_run("r2", T2, {"node-1": []}, status="partial")
+    record(store_url, partial, facts)
+    assert partial["changes"]["against"] == "r1"
+    assert [c["host"] for c in partial["changes"]["cleared"]] == ["node-1"]
+    third, facts = make_run("r3", T3, {"node-1": [xid("node-1")]}, unreachable=["node-2"])
+    record(store_url, third, facts)
+    assert third["changes"]["against"] == "r1"  # the partial run r2 is never the reference
+    assert third["changes"]["counts"] == {"new": 0, "persisting": 1, "cleared": 0}
+
+
+def test_scopes_are_compared_only_with_themselves(store_url):
+    record(store_url, *make_run("r1", T1, {"node-1": [xid("node-1")]}, pattern="h100"))
+    other, facts = make_run("r2", T2, {"node-1": [xid("node-1")]}, pattern="a100")
+    record(store_url, other, facts)
+    assert other["changes"]["status"] == "first_run"
+
+
+def test_history_of_one_finding(store_url):
+    for number, started in enumerate((T1, T2, T3), 1):
+        record(store_url, *make_run("r%d" % number, started, {"node-1": [xid("node-1")]}))
+    report, facts = make_run("r4", T4, {"node-1": [xid("node-1")]})
+    record(store_url, report, facts)
+    engine = make_engine(store_url)
+    with engine.connect() as connection:
+        history = finding_history(connection, report["findings"][0]["identity"])
+    engine.dispose()
+    assert [(row.run_id, row.runs_open, row.first_seen) for row in history] == [
+        ("r1", 1, T1), ("r2", 2, T1), ("r3", 3, T1), ("r4", 4, T1)]
+
+
+def test_unwritable_store_is_reported_and_the_report_is_complete(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    report, facts = make_run("r1", T1, {"node-1": [xid("node-1")]})
+    record("sqlite:///%s" % (blocker / "gpufleet.sqlite"), report, facts)
+    assert report["store"]["status"] == "failed"
+    assert "cannot create the store's folder" in report["store"]["error"]
+    assert report["changes"]["status"] == "unavailable" and "could not be used" in report["changes"]["reason"]
+    assert "first_seen" not in report["findings"][0] and report["summary"]["by_severity"]["critical"] == 1
+
+
+def test_server_down_is_reported(postgres_cluster):  # noqa: F811
+    url = postgres_cluster.url("postgres").replace(postgres_cluster.folder, "/nonexistent-socket-folder")
+    report, facts = make_run("r1", T1, {"node-1": [xid("node-1")]})
+    record(url, report, facts)
+    assert report["store"]["status"] == "failed" and "OperationalError" in report["store"]["error"]
+
+
+def test_store_newer_than_the_code_is_refused(store_url):
+    record(store_url, *make_run("r1", T1, {"node-1": [xid("node-1")]}))
+    engine = make_engine(store_url)
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE alembic_version SET version_num = '0099'"))
+    with pytest.raises(StoreError) as raised:
+        ensure_schema(engine)
+    engine.dispose()
+    message = str(raised.value)
+    assert "revision 0099" in message and "newest %s" % head_revision() in message and "0001, 0002" in message
+    report, facts = make_run("r2", T2, {"node-1": [xid("node-1")]})
+    record(store_url, report, facts)
+    assert report["store"]["status"] == "failed" and "0099" in report["store"]["error"]
+    assert [row.run_id for row in list_runs(make_engine(store_url).connect())] == ["r1"]
+
+
+def test_store_at_the_first_revision_upgrades_with_its_data(store_url):
+    engine = make_engine(store_url)
+    assert ensure_schema(engine, "0001") == "0001"
+    with engine.begin() as connection:
+        connection.execute(text(
+            "INSERT INTO runs (run_id, scope_key, status, started_at, hosts_total, findings_total, record, summary)"
+            " VALUES ('old', 'all', 'complete', :t, 1, 1, '{}', '{}')"), {"t": T1})
+        run_pk = connection.execute(select(RUNS.c.id)).scalar()
+        old, _facts = make_run("old", T1, {"node-1": [host_wide("node-1")]})
+        from ansible_collections.gpufleet.core.plugins.plugin_utils.store.identity import identify
+        (finding, identity, _parts), = identify(old["findings"], {})
+        connection.execute(text(
+            "INSERT INTO findings (run_pk, identity, host, rule, layer, severity, first_seen, runs_open, data)"
+            " VALUES (:run, :identity, 'node-1', :rule, 'driver', 'warning', :t, 1, '{}')"),
+            {"run": run_pk, "identity": identity, "rule": finding["rule"], "t": T1})
+    engine.dispose()
+    report, facts = make_run("new", T2, {"node-1": [host_wide("node-1")]})
+    record(store_url, report, facts)
+    assert report["store"]["status"] == "written" and report["store"]["revision"] == head_revision()
+    assert report["changes"]["against"] == "old"
+    assert report["changes"]["persisting"][0]["first_seen"] == T1
+    assert counts(store_url)["gpu_counters"] == 2  # the table revision 0002 adds, written by the new run
+
+
+def test_interrupted_run_leaves_no_partial_run(store_url, monkeypatch):
+    record(store_url, *make_run("r1", T1, {"node-1": [xid("node-1")]}))
+
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt()
+    monkeypatch.setattr(store_write, "apply_retention", interrupted)
+    report, facts = make_run("r2", T2, {"node-1": [xid("node-1"), pcie("node-1")]})
+    with pytest.raises(KeyboardInterrupt):
+        record(store_url, report, facts)
+    assert counts(store_url) == {"runs": 1, "hosts": 1, "facts": 1, "findings": 1, "causes": 0,
+                                 "gpu_counters": 2, "baselines": 0}
+
+
+def test_retention_removes_old_facts_and_runs_but_keeps_baselines(store_url):
+    keep = {"facts_days": 0, "runs_days": 0}
+    record(store_url, *make_run("ancient", days_ago(400), {"node-1": [xid("node-1")]}), **keep)
+    record(store_url, *make_run("kept-baseline", days_ago(399), {"node-1": [xid("node-1")]}), **keep)
+    engine = make_engine(store_url)
+    with engine.begin() as connection:
+        baseline_pk = connection.execute(select(RUNS.c.id).where(RUNS.c.run_id == "kept-baseline")).scalar()
+        connection.execute(BASELINES.insert().values(scope_group="all", run_pk=baseline_pk, set_at=T1))
+    record(store_url, *make_run("old-facts", days_ago(60), {"node-1": []}), facts_days=0, runs_days=0)
+    report, facts = make_run("today", T4, {"node-1": []})
+    record(store_url, report, facts, facts_days=30, runs_days=365)
+    with engine.connect() as connection:
+        assert [row.run_id for row in list_runs(connection)] == ["today", "old-facts", "kept-baseline"]
+        assert run_facts(connection, baseline_pk) == {}
+        old_facts_pk = connection.execute(select(RUNS.c.id).where(RUNS.c.run_id == "old-facts")).scalar()
+        assert run_facts(connection, old_facts_pk) == {}
+    engine.dispose()
+    assert report["store"]["retention"]["removed"]["runs"] == 1
+
+
+def test_retention_zero_keeps_everything(store_url):
+    record(store_url, *make_run("ancient", days_ago(400), {"node-1": []}), facts_days=0, runs_days=0)
+    record(store_url, *make_run("today", T1, {"node-1": []}), facts_days=0, runs_days=0)
+    assert counts(store_url)["runs"] == 2 and counts(store_url)["facts"] == 2
+
+
+def test_the_codes_revision_list_is_alembics():
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.schema import HEAD, REVISIONS, known_revisions
+    assert list(REVISIONS) == sorted(known_revisions()) and HEAD == head_revision()
