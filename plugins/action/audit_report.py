@@ -27,18 +27,27 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import s
 display = Display()
 
 
-def registered_results(hostvars, hosts, name, marker, run_dir):
-    """Each host's registered result, read without templating it again. A host that did not mark this
-    run (it left the playbook earlier, unreachable or failed) holds only an older audit's result."""
+def registered_results(hostvars, hosts, name, reached):
+    """Each host's registered result, read without templating it again. A host this run did not reach
+    (it left the playbook earlier, unreachable or failed) holds only an older audit's result."""
     results = {}
     for host in hosts:
         variables = hostvars.raw_get(host)
-        if variables.get(marker) != run_dir:
+        if not reached(host, variables):
             results[host] = {"unreachable": True,
                              "msg": "not reached in this run: the host left the playbook earlier (unreachable or failed)"}
         else:
             results[host] = variables.get(name)
     return results
+
+
+def reached_in_this_run(args, task_vars):
+    """reached(host, its variables): by the run marker when one is named, else by the play's active hosts."""
+    if args["run_marker_var"]:
+        marker, run_dir = args["run_marker_var"], args["run_dir"]
+        return lambda host, variables: variables.get(marker) == run_dir
+    active = set(task_vars.get("ansible_play_hosts") or ())
+    return lambda host, variables: host in active
 
 
 def run_stats(report, run_dir, host_verdict):
@@ -83,7 +92,7 @@ class ActionModule(ActionBase):
                                     "the same hosts first" % ", ".join(missing[:10]))
         host_policies = {host: args["policies"][args["host_policy"][host]] for host in args["hosts"]}
         results = registered_results(task_vars["hostvars"], args["hosts"], args["result_var"],
-                                     args["run_marker_var"], args["run_dir"])
+                                     reached_in_this_run(args, task_vars))
         scope = {"hosts": args["scope_hosts"], "pattern": args["scope_pattern"], "limit": args["limit"]}
         store = settings_for(args["report_root"], args["store_url"], args["store"],
                              list({id(policy): policy for policy in host_policies.values()}.values()),

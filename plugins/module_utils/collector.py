@@ -9,7 +9,6 @@ __metaclass__ = type
 
 import contextlib
 import copy
-import ctypes
 import datetime
 import re
 import threading
@@ -24,10 +23,11 @@ from ansible_collections.gpufleet.core.plugins.module_utils.host_io import (
     DeadlineHost, RecordingHost, ReplayHost, command_key)
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import collect_kernel_log
 from ansible_collections.gpufleet.core.plugins.module_utils.nvidia_presence import collect_nvidia_evidence
-from ansible_collections.gpufleet.core.plugins.module_utils.nvml_collect import collect_nvml
-from ansible_collections.gpufleet.core.plugins.module_utils.nvml_fixture import (
-    FixtureMiss, RecordingLibrary, ReplayLibrary, Scrubber, fixture_document, use_library)
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import collect_nvidia_smi
+
+# The NVML backend (nvml_collect) and the record/replay machinery (nvml_fixture) are imported where they
+# are used: a host collected through nvidia-smi never compiles them (AnsiballZ ships sources, not bytecode,
+# so every module the collection imports is compiled again on every host and run). Ansible still ships them.
 
 FIXTURE_FORMAT = "gpufleet-fixture"
 FIXTURE_FORMAT_VERSION = 1
@@ -113,7 +113,7 @@ class Collection:
         self._deadline = None
         self._deadline_reached = False
         self._nvml_recorder = None
-        self._scrubber = Scrubber() if record and scrub else None
+        self._scrubber = _nvml_fixture().Scrubber() if record and scrub else None
 
     def remaining(self):
         return max(0.0, self._deadline - time.monotonic())
@@ -207,15 +207,17 @@ class Collection:
 
     @contextlib.contextmanager
     def _nvml_library(self, pynvml, facts):
-        if self.fixture is not None:
-            with use_library(pynvml, ReplayLibrary(self.fixture.get("nvml", {}).get("calls", []))):
-                yield True
-            return
-        if not self.record and self.nvml_library is None:
+        if self.fixture is None and not self.record and self.nvml_library is None:
             yield True
             return
+        nvml_fixture = _nvml_fixture()
+        use_library = nvml_fixture.use_library
+        if self.fixture is not None:
+            with use_library(pynvml, nvml_fixture.ReplayLibrary(self.fixture.get("nvml", {}).get("calls", []))):
+                yield True
+            return
         try:
-            real = self.nvml_library or ctypes.CDLL(NVML_LIBRARY)
+            real = self.nvml_library or _load_library(NVML_LIBRARY)
         except OSError as exc:
             add_error(facts, None, "load %s" % NVML_LIBRARY, exc)
             yield False
@@ -224,20 +226,22 @@ class Collection:
             with use_library(pynvml, real):
                 yield True
             return
-        self._nvml_recorder = RecordingLibrary(real, scrub=self.scrub, scrubber=self._scrubber)
+        self._nvml_recorder = nvml_fixture.RecordingLibrary(real, scrub=self.scrub, scrubber=self._scrubber)
         with use_library(pynvml, self._nvml_recorder):
             yield True
 
     def _collect_nvml_with_deadline(self, pynvml, facts):
         """NVML calls can hang on a GPU that fell off the bus. The worker fills its own
         facts; after the deadline it is left behind and a copy of what it finished is kept."""
+        from ansible_collections.gpufleet.core.plugins.module_utils.nvml_collect import collect_nvml
+        fixture_miss = _nvml_fixture().FixtureMiss
         outcome = {}
         scratch = new_facts()
 
         def work():
             try:
                 outcome["answered"] = collect_nvml(pynvml, scratch, set(self.subsets), deadline=self._deadline)
-            except FixtureMiss as exc:
+            except fixture_miss as exc:
                 outcome["miss"] = exc
             except Exception as exc:  # pylint: disable=broad-except
                 outcome["crash"] = exc
@@ -270,7 +274,7 @@ class Collection:
             "recorded_at": facts["collected_at"],
             "source": facts["source"],
             "gather_subset": facts["gather_subset"],
-            "nvml": fixture_document(self._nvml_recorder) if self._nvml_recorder else None,
+            "nvml": _nvml_fixture().fixture_document(self._nvml_recorder) if self._nvml_recorder else None,
             "host": self._scrubbed(host.to_fixture()) if isinstance(host, RecordingHost) else None,
         }
         return document
@@ -291,6 +295,16 @@ class Collection:
                 if result.get(stream):
                     result[stream] = self._scrubber.free_text(result[stream])
         return recorded
+
+
+def _load_library(name):
+    import ctypes
+    return ctypes.CDLL(name)
+
+
+def _nvml_fixture():
+    from ansible_collections.gpufleet.core.plugins.module_utils import nvml_fixture
+    return nvml_fixture
 
 
 class _WatchedHost(DeadlineHost):

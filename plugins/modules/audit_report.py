@@ -59,8 +59,9 @@ options:
       - Host variable set to O(run_dir) on each host just before its collection in this run. A host without it
         left the playbook before this audit (unreachable or failed earlier), so it is reported as unreachable
         rather than with an older audit's result.
+      - When unset, a host counts as collected in this run when it is still active in the play
+        (C(ansible_play_hosts)), which needs no task on every host.
     type: str
-    default: gpufleet_collect_run
   policies:
     description: Effective policies by id, as returned by M(gpufleet.core.policy_check) in C(policies).
     type: dict
@@ -230,7 +231,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import FA
 ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
     "result_var": {"type": "str", "default": "gpufleet_collect"},
-    "run_marker_var": {"type": "str", "default": "gpufleet_collect_run"},
+    "run_marker_var": {"type": "str"},
     "policies": {"type": "dict", "required": True},
     "host_policy": {"type": "dict", "required": True},
     "run_dir": {"type": "path", "required": True},

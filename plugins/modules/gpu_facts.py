@@ -1123,10 +1123,26 @@ from ansible_collections.gpufleet.core.plugins.module_utils.collector import (
     Collection, CollectionError, validate_fixture)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import module_host
 
-try:
-    import pynvml
-except ImportError:
-    pynvml = None
+# pynvml is imported only when the source can use NVML (load_pynvml): a collection through nvidia-smi
+# never pays for it. None: not installed (tests set it so); NotImplemented: not looked for yet.
+pynvml = NotImplemented
+
+
+def load_pynvml():
+    global pynvml  # pylint: disable=global-statement
+    if pynvml is NotImplemented:
+        try:
+            import pynvml as module
+        except ImportError:
+            module = None
+        pynvml = module
+    return pynvml
+
+
+def uses_nvml(source, fixture):
+    if source == "replay":
+        return bool(fixture and fixture.get("nvml"))
+    return source in ("auto", "nvml")
 
 
 def load_fixture(module, path):
@@ -1178,7 +1194,8 @@ def main():
         module.fail_json(msg="fixture is only read with source=replay (source is %s)" % params["source"])
     fixture = load_fixture(module, params["fixture"]) if params["source"] == "replay" else None
     needs_nvml = params["source"] == "nvml" or (fixture is not None and bool(fixture.get("nvml")))
-    if needs_nvml and pynvml is None:
+    nvml = load_pynvml() if uses_nvml(params["source"], fixture) else None
+    if needs_nvml and nvml is None:
         module.fail_json(msg="source=%s needs the Python package nvidia-ml-py (import pynvml) on the target"
                          % params["source"])
     try:
@@ -1187,7 +1204,7 @@ def main():
             command_timeout=params["command_timeout"], kernel_log_source=params["kernel_log_source"],
             kernel_log_files=params["kernel_log_files"], kernel_log_window_hours=params["kernel_log_window_hours"],
             services=params["services"], record=bool(params["record"]), scrub=params["scrub"],
-            fixture=fixture, pynvml=pynvml,
+            fixture=fixture, pynvml=nvml,
             host=module_host(module))
         facts, recorded = collection.run()
     except CollectionError as exc:

@@ -11,6 +11,7 @@ import os
 
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import FIXABLE_ROLES, REMEDIATION_ROLES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import severity_rank
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
 
 REMEDIATION_VERSION = "1.0"
 # Findings remediate.yml repairs with a role it otherwise leaves to driver_rollout.yml: a kernel module
@@ -23,8 +24,9 @@ def finding_key(finding):
 
 
 def load_report(run_dir):
+    """The report of a run folder as it was in memory (report_format.expanded), whatever its 1.x version."""
     with open(os.path.join(run_dir, "report.json")) as handle:
-        return json.load(handle)
+        return expanded(json.load(handle))
 
 
 def fixes_by_host(report, roles=REMEDIATION_ROLES):

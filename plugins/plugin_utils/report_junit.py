@@ -4,21 +4,22 @@
 """junit.xml for CI dashboards, valid against the junit-10.xsd that Jenkins reads.
 
 Layout: one testsuite per rule family (gpufleet.hardware, gpufleet.driver, gpufleet.scheduling,
-gpufleet.workload, gpufleet.custom), one testcase per host and rule with classname = rule id and
-name = host. Jenkins splits classname at its last dot, so its test tree reads layer > rule > host,
-and a hostname's own dots never turn into packages. A suite per host would instead bury a fleet-wide
-problem (the same rule failing on 500 hosts) in 500 suites.
+gpufleet.workload, gpufleet.custom), one testcase per host with findings of that family, classname =
+family, name = host. Sized for fleets: a host's testcase lists its rules and findings of the family,
+and what every finding says in full (action, evidence) stays in report.json and report.html.
 
-- a rule that ran and found nothing for a host: passing testcase
-- critical and warning findings: <failure type="critical|warning">, one per testcase (the worst
-  finding is the message, every finding of that host and rule is in the text). Warnings are failures
-  so that they show; Jenkins marks the build unstable, while the playbook's exit code follows
-  fail_severity.
-- info findings only: passing testcase, the findings in <system-out>
+- critical and warning findings: <failure type="critical|warning"> (the worst severity), its message
+  the failing rules (with their finding counts), its text one line per finding of the family:
+  severity, rule, GPU and summary. Warnings are failures so that they show; Jenkins marks the build
+  unstable, while the playbook's exit code follows fail_severity.
+- info findings only: passing testcase, the finding lines in <system-out>
+- a host with no finding of a family has no testcase in that suite; its suite's <properties> name the
+  rules that ran (gpufleet.rules_run), so a passing rule stays visible.
 - suite gpufleet.collection: one testcase per host, <error type="unreachable|failed"> when the facts
-  could not be collected (its rules did not run, so it has no rule testcases).
+  could not be collected (its rules did not run); passing when they were, which is the host's
+  testcase in a fleet where nothing was found.
 
-Host text (host names, summaries, evidence) goes through text_safety.safe_xml_text: the characters
+Host text (host names, summaries) goes through text_safety.safe_xml_text: the characters
 XML 1.0 forbids (most C0 controls, U+FFFE, U+FFFF, lone surrogates) and those that would mislead a
 reader (DEL, C1, bidi overrides, zero-width characters) are written as visible escapes such as \\x1b
 or \\u202e (a carriage return as \\r), so the document stays valid and the text still shows what the
@@ -28,7 +29,6 @@ host sent.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
 import re
 
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYER_ORDER, LAYERS, SEVERITIES
@@ -73,20 +73,16 @@ def rules_that_ran(report, rules_run):
     return sorted(set(rules_run) | set(report["summary"]["by_rule"]))
 
 
-def findings_by_host_and_rule(findings):
+def findings_by_family_and_host(findings):
     grouped = {}
     for finding in findings:
-        grouped.setdefault((finding["host"], finding["rule"]), []).append(finding)
+        grouped.setdefault(rule_family(finding["rule"]), {}).setdefault(finding["host"], []).append(finding)
     return grouped
 
 
 def describe_finding(finding):
     where = "GPU %s" % finding["gpu"] if finding.get("gpu") else "host"
-    lines = ["[%s] %s: %s%s" % (finding["severity"], where, finding["summary"], history_note(finding)), "  action: %s" % finding["action"]]
-    if finding.get("fix"):
-        lines.append("  fix: %s" % finding["fix"])
-    lines.append("  evidence: %s" % json.dumps(finding.get("evidence"), sort_keys=True, default=str))
-    return "\n".join(lines)
+    return "[%s] %s, %s: %s%s" % (finding["severity"], finding["rule"], where, finding["summary"], history_note(finding))
 
 
 def describe_findings(findings):
@@ -94,17 +90,17 @@ def describe_findings(findings):
 
 
 def failure_message(findings):
-    message = findings[0]["summary"]
-    if len(findings) > 1:
-        message += " (and %d more)" % (len(findings) - 1)
-    return message
+    """The failing rules, worst first, each with its count of findings on the host."""
+    counts = {}
+    for finding in findings:
+        if finding["severity"] in FAILING_SEVERITIES:
+            counts[finding["rule"]] = counts.get(finding["rule"], 0) + 1
+    return ", ".join(rule if count == 1 else "%s (%d)" % (rule, count) for rule, count in counts.items())
 
 
-def rule_testcase(rule, host, findings):
-    """One testcase and whether it failed."""
-    opening = '<testcase classname="%s" name="%s"' % (attribute(rule), attribute(host))
-    if not findings:
-        return opening + "/>", False
+def host_testcase(family, host, findings):
+    """One testcase of a host's findings of one family, and whether it failed."""
+    opening = '<testcase classname="%s" name="%s"' % (attribute(family), attribute(host))
     findings = sorted(findings, key=lambda finding: -severity_rank(finding["severity"]))
     if findings[0]["severity"] in FAILING_SEVERITIES:
         body = '<failure type="%s" message="%s">%s</failure>' % (
@@ -153,24 +149,23 @@ def collection_cases(report):
     return [collection_testcase(host, entry) for host, entry in report["hosts"].items()]
 
 
-def hosts_for_rule(rule, host_entries, hosts_with_findings):
-    """Every ok host, and any other host that has a finding for this rule, in report order."""
-    return [
-        host for host, entry in host_entries.items()
-        if entry["status"] == "ok" or host in hosts_with_findings.get(rule, ())
-    ]
+def rules_properties(rules):
+    return '<properties><property name="gpufleet.rules_run" value="%s"/></properties>' % attribute(" ".join(rules))
 
 
-def rule_cases_by_family(report, rules):
-    grouped = findings_by_host_and_rule(report["findings"])
-    hosts_with_findings = {}
-    for host, rule in grouped:
-        hosts_with_findings.setdefault(rule, set()).add(host)
-    by_family = {}
+def family_cases(report, rules):
+    """{family: (cases, rules of the family that ran)}; every family with a rule that ran has a suite."""
+    grouped = findings_by_family_and_host(report["findings"])
+    families = {}
     for rule in rules:
-        cases = by_family.setdefault(rule_family(rule), [])
-        for host in hosts_for_rule(rule, report["hosts"], hosts_with_findings):
-            cases.append(rule_testcase(rule, host, grouped.get((host, rule))))
+        families.setdefault(rule_family(rule), []).append(rule)
+    for family in grouped:
+        families.setdefault(family, [])
+    by_family = {}
+    for family, family_rules in families.items():
+        hosts = grouped.get(family, {})
+        cases = [host_testcase(family, host, hosts[host]) for host in report["hosts"] if host in hosts]
+        by_family[family] = (cases, family_rules)
     return by_family
 
 
@@ -178,9 +173,10 @@ def render_junit(report, rules_run=None):
     """junit.xml text. rules_run: rule ids that ran (default: report["run"]["rules_run"])."""
     timestamp = report["run"].get("started_at")
     suites = [testsuite(COLLECTION_SUITE, collection_cases(report), timestamp, "errors", run_properties(report))]
-    by_family = rule_cases_by_family(report, rules_that_ran(report, rules_run))
+    by_family = family_cases(report, rules_that_ran(report, rules_run))
     for family in sorted(by_family, key=family_order):
-        suites.append(testsuite(family, by_family[family], timestamp, "failures"))
+        cases, family_rules = by_family[family]
+        suites.append(testsuite(family, cases, timestamp, "failures", rules_properties(family_rules)))
     totals = {
         "tests": sum(tests for _xml, tests, _counts in suites),
         "failures": sum(counts["failures"] for _xml, _tests, counts in suites),

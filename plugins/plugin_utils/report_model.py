@@ -4,7 +4,9 @@
 """The audit report as data: hosts, findings, likely causes and the counts every renderer shows.
 
 The shape is a public contract, documented in docs/schema/report.schema.json. Within a major
-REPORT_VERSION keys are only added; consumers ignore keys they do not know.
+REPORT_VERSION keys are only added; consumers ignore keys they do not know. One exception, 1.2: on disk
+(report_format.compact) a host's findings are positions in the top-level findings and shared actions sit
+in `actions`; report_format.expanded reads every 1.x document back into this shape.
 """
 
 from __future__ import absolute_import, division, print_function

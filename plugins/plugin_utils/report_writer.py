@@ -18,6 +18,7 @@ import os
 import re
 import tempfile
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import compact
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_html import render_html
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_junit import render_junit
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_prometheus import render_prometheus
@@ -44,9 +45,10 @@ def report_root(report_dir=None):
 def render_json(report):
     """Indented for reading when small; compact for big fleets, where indenting takes seconds and megabytes.
     Controls and bidi overrides in strings are \\u escapes (text_safety.json_text): same data, safe to cat."""
+    document = compact(report)
     if len(report["findings"]) <= INDENTED_JSON_MAX_FINDINGS:
-        return json_text(json.dumps(report, indent=1, ensure_ascii=False, default=str)) + "\n"
-    return json_text(json.dumps(report, separators=(",", ":"), ensure_ascii=False, default=str)) + "\n"
+        return json_text(json.dumps(document, indent=1, ensure_ascii=False, default=str)) + "\n"
+    return json_text(json.dumps(document, separators=(",", ":"), ensure_ascii=False, default=str)) + "\n"
 
 
 RENDERERS = (

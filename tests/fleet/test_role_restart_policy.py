@@ -11,6 +11,8 @@ import types
 
 import pytest
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
+
 from conftest import scenario_host, unit_properties
 
 UNIT = "inference.service"
@@ -72,7 +74,7 @@ def audit(fleet, host, report_dir):
     """Runs audit.yml on the host; returns its report.json."""
     run = fleet.playbook("audit.yml", limit=host, extra_vars={"gpufleet_report_dir": str(report_dir)})
     assert run.rc in (0, 2), run.output()
-    return json.loads((report_dir / "latest-partial" / "report.json").read_text())  # --limit: partial run
+    return expanded(json.loads((report_dir / "latest-partial" / "report.json").read_text()))  # --limit: partial run
 
 
 def rules(report, host):

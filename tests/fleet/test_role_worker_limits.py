@@ -10,6 +10,8 @@ import types
 
 import pytest
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
+
 from conftest import scenario_host, unit_properties
 
 UNIT = "inference.service"
@@ -62,7 +64,7 @@ def audit(fleet, host, report_dir):
     run = fleet.playbook("audit.yml", limit=host, extra_vars={"gpufleet_report_dir": str(report_dir)})
     assert run.rc in (0, 2), run.output()
     latest = report_dir / "latest-partial"  # --limit: a partial run
-    report = json.loads((latest / "report.json").read_text())
+    report = expanded(json.loads((latest / "report.json").read_text()))
     facts = json.loads((latest / "facts" / ("%s.json" % host)).read_text())
     return report, facts
 

@@ -8,6 +8,8 @@ import sys
 import pytest
 import yaml
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
+
 from tests.support.schema_check import assert_valid_facts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -52,7 +54,7 @@ def demo_run(tmp_path_factory):
 
 
 def read_report(report_dir):
-    return read_json(str(report_dir / "latest" / "report.json"))
+    return expanded(read_json(str(report_dir / "latest" / "report.json")))
 
 
 def host_lines(report_dir):

@@ -18,6 +18,8 @@ import jsonschema
 import pytest
 import yaml
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "inventories", "demo", "fixtures")
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
@@ -166,7 +168,7 @@ def test_a_policy_that_accepts_unreachable_hosts_gets_a_finding_instead(tmp_path
     assert result.returncode == 0, output(result)[-3000:]
     report = read_json(report_dir / "latest" / "report.json")
     assert_valid_report(report)
-    unreachable = [f for f in report["hosts"]["gpu-gone-98"]["findings"] if f["rule"] == "hardware.host_unreachable"]
+    unreachable = [f for f in expanded(report)["hosts"]["gpu-gone-98"]["findings"] if f["rule"] == "hardware.host_unreachable"]
     assert [f["severity"] for f in unreachable] == ["warning"]
     # at fail severity warning the accepted host fails as a finding (2), not as "could not audit" (4)
     result = run_audit(inventory, report_dir, "-e", "gpufleet_fail_severity=warning")

@@ -134,7 +134,9 @@ def test_junit_stays_valid_xml_and_shows_each_character():
     junit = render_junit(build_report(RUN, hosts, findings, []))
     load_junit_schema().validate(junit)
     root = ElementTree.fromstring(junit.encode("utf-8"))
-    message = root.find(".//testcase[@classname='hardware.xid']/failure").get("message")
+    message = root.find(".//testcase[@classname='hardware']/failure").text
+    assert message.startswith("[critical] hardware.xid, GPU 0000:18:00.0: ")
+    message = message.split(": ", 1)[1]
     assert message.startswith("\\x1b[2J\\x1b[31mOK\\x1b[0m\\x1b]0;pwned\\x07ok\\rFAILEDa\\x00b")
     for visible in VISIBLE + ("\\ufffe", "\\uffff"):
         assert visible in message

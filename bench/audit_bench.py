@@ -1,0 +1,278 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""audit.yml against a one-task ping play on the same simulated fleet (bench/README.md, figure 5).
+
+N hosts of 8 GPUs, connection local, 25 forks; every host's gpu_facts finds a fake `nvidia-smi` first on
+PATH that prints an 8-GPU `nvidia-smi -q -x` built from a real capture (bench/run.py's eight_gpu_xml).
+Both playbooks run alternately in one loop; each run's wall time and the CPU time of its process tree
+(RUSAGE_CHILDREN) are recorded, and the ratios are taken per round.
+
+    .venv/bin/python bench/audit_bench.py --hosts 200 --rounds 3
+    .venv/bin/python bench/audit_bench.py --hosts 200 --rounds 1 --task-times   # where the audit's time goes
+"""
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+sys.path.insert(0, str(BENCH))
+
+# pylint: disable=wrong-import-position
+from run import eight_gpu_xml, smi_input  # noqa: E402
+from corpus import realdata_dir  # noqa: E402
+
+FORKS = 25
+PING_PLAY = """---
+- name: Ping every host
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Ping
+      ansible.builtin.ping:
+"""
+FAKE_NVIDIA_SMI = """#!/bin/sh
+# bench/audit_bench.py: answers `nvidia-smi -q -x` with an 8-GPU document, nothing else
+if [ "$1" = "-q" ] && [ "$2" = "-x" ]; then exec cat "%s"; fi
+echo "fake nvidia-smi: only -q -x" >&2
+exit 1
+"""
+
+
+def write_fleet(workdir, hosts, xml_text):
+    """Inventory of `hosts` simulated hosts, the fake nvidia-smi and the ping play under workdir."""
+    (workdir / "bin").mkdir()
+    xml_path = workdir / "nvsmi-q-x.xml"
+    xml_path.write_text(xml_text, encoding="utf-8")
+    fake = workdir / "bin" / "nvidia-smi"
+    fake.write_text(FAKE_NVIDIA_SMI % xml_path, encoding="utf-8")
+    fake.chmod(0o755)
+    names = ["bench-gpu-%05d" % index for index in range(hosts)]
+    inventory = {"all": {
+        "vars": {
+            "ansible_connection": "local",
+            "ansible_python_interpreter": sys.executable,
+            "gpufleet_facts_source": "nvidia_smi",
+            "gpufleet_report_dir": str(workdir / "reports"),
+        },
+        "children": {"gpu_fleet": {"hosts": {name: None for name in names}}},
+    }}
+    (workdir / "hosts.yml").write_text(json.dumps(inventory, indent=1), encoding="utf-8")
+    (workdir / "ping.yml").write_text(PING_PLAY, encoding="utf-8")
+    return names
+
+
+def playbook_env(workdir, task_times):
+    env = dict(os.environ)
+    env.update({
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "ANSIBLE_LOCALHOST_WARNING": "0",
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_FORKS": str(FORKS),
+        "PATH": "%s:%s" % (workdir / "bin", env.get("PATH", "")),
+    })
+    if task_times:
+        env["ANSIBLE_CALLBACK_PLUGINS"] = str(BENCH / "callback_plugins")
+        env["ANSIBLE_CALLBACKS_ENABLED"] = "gpufleet_task_times"
+        env["GPUFLEET_TASK_TIMES"] = str(workdir / ("task-times-%d.json" % time.monotonic_ns()))
+    return env
+
+
+def children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_playbook(workdir, playbook, task_times=False):
+    ansible_playbook = Path(sys.executable).parent / "ansible-playbook"
+    env = playbook_env(workdir, task_times)
+    argv = [str(ansible_playbook), "-i", str(workdir / "hosts.yml"), "-f", str(FORKS), str(playbook)]
+    cpu_before = children_cpu()
+    started = time.perf_counter()
+    completed = subprocess.run(argv, cwd=str(REPO), env=env, capture_output=True, text=True, timeout=3600,
+                               check=False)
+    wall = time.perf_counter() - started
+    result = {"rc": completed.returncode, "wall_s": wall, "cpu_s": children_cpu() - cpu_before,
+              "stdout_bytes": len(completed.stdout)}
+    if task_times and Path(env["GPUFLEET_TASK_TIMES"]).is_file():
+        result["task_times"] = json.loads(Path(env["GPUFLEET_TASK_TIMES"]).read_text(encoding="utf-8"))
+    # 0: healthy, 2: findings; anything else means the run did not do what is being measured
+    if completed.returncode not in (0, 2):
+        raise SystemExit("%s exited %d\n%s\n%s" % (playbook, completed.returncode, completed.stdout[-4000:],
+                                                   completed.stderr[-4000:]))
+    return result
+
+
+def check_audit(workdir, hosts):
+    """The audit read every host's 8 GPUs from the fake nvidia-smi."""
+    latest = workdir / "reports" / "latest" / "report.json"
+    report = json.loads(latest.read_text(encoding="utf-8"))
+    statuses = [host["status"] for host in report["hosts"].values()]
+    return {"hosts_in_report": len(statuses), "hosts_ok": statuses.count("ok"),
+            "findings": len(report["findings"]), "rules": sorted({finding["rule"] for finding in report["findings"]}),
+            "expected_hosts": hosts}
+
+
+def median(values):
+    return statistics.median(values) if values else None
+
+
+def audit_bench(hosts, rounds, task_times=False, realdata=None):
+    smi_path, corpus_note = smi_input(realdata)
+    xml_text = eight_gpu_xml(smi_path.read_text(encoding="utf-8"))
+    workdir = Path(tempfile.mkdtemp(prefix="gpufleet-audit-bench-"))
+    try:
+        write_fleet(workdir, hosts, xml_text)
+        runs = {"ping": [], "audit": []}
+        for index in range(rounds):
+            order = ("ping", "audit") if index % 2 == 0 else ("audit", "ping")
+            for name in order:
+                playbook = workdir / "ping.yml" if name == "ping" else REPO / "audit.yml"
+                runs[name].append(run_playbook(workdir, playbook, task_times and name == "audit"))
+            if index == 0:
+                audit_check = check_audit(workdir, hosts)
+            shutil.rmtree(workdir / "reports", ignore_errors=True)
+        return summarize(hosts, rounds, runs, audit_check, smi_path, corpus_note)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def summarize(hosts, rounds, runs, audit_check, smi_path, corpus_note):
+    result = {"hosts": hosts, "forks": FORKS, "rounds": rounds, "nvidia_smi_input": smi_path.name,
+              "corpus_note": corpus_note, "audit_check": audit_check, "runs": runs}
+    for clock in ("wall_s", "cpu_s"):
+        pairs = [audit[clock] / ping[clock] for audit, ping in zip(runs["audit"], runs["ping"])]
+        result[clock] = {
+            "ping_median": median([run[clock] for run in runs["ping"]]),
+            "audit_median": median([run[clock] for run in runs["audit"]]),
+            "ratio_median": median(pairs), "ratios": pairs,
+        }
+    return result
+
+
+def print_audit(result):
+    print("== 5. audit.yml against a one-task ping play: %d hosts of 8 GPUs, connection local, %d forks, "
+          "%d rounds (fake nvidia-smi from %s)" % (result["hosts"], result["forks"], result["rounds"],
+                                                    result["nvidia_smi_input"]))
+    if result["corpus_note"]:
+        print("   note: %s" % result["corpus_note"])
+    check = result["audit_check"]
+    print("   audit reported %d of %d hosts, %d ok, %d findings (rules: %s)"
+          % (check["hosts_in_report"], check["expected_hosts"], check["hosts_ok"], check["findings"],
+             ", ".join(check["rules"])))
+    for clock, label in (("wall_s", "wall-clock s"), ("cpu_s", "CPU s (process tree)")):
+        row = result[clock]
+        print("   %-22s ping %8.2f   audit %8.2f   ratio audit/ping %.2f (per round: %s)"
+              % (label, row["ping_median"], row["audit_median"], row["ratio_median"],
+                 " ".join("%.2f" % ratio for ratio in row["ratios"])))
+    for run in result["runs"]["audit"]:
+        if "task_times" in run:
+            print("   audit task times (wall s, from the first host's start to the last host's end):")
+            for task in run["task_times"]:
+                print("     %8.2f  %s" % (task["seconds"], task["name"]))
+
+
+# ---------------------------------------------------------------- figure 6: one host's collection against setup
+
+NVML_FIXTURE = REPO / "inventories" / "demo" / "fixtures" / "gpu-h100-ok-01.json"
+COLLECTIONS = (
+    ("gpu_facts_nvml_replay", "gpufleet.core.gpu_facts", json.dumps({"source": "replay", "fixture": str(NVML_FIXTURE)})),
+    ("gpu_facts_nvidia_smi", "gpufleet.core.gpu_facts", "source=nvidia_smi"),
+    ("setup_min", "ansible.builtin.setup", "gather_subset=min"),
+)
+
+
+def run_adhoc(workdir, module, args):
+    ansible = Path(sys.executable).parent / "ansible"
+    argv = [str(ansible), "localhost", "-i", "localhost,", "-c", "local", "-m", module, "-a", args,
+            "-e", "ansible_python_interpreter=%s" % sys.executable]
+    cpu_before = children_cpu()
+    started = time.perf_counter()
+    completed = subprocess.run(argv, cwd=str(REPO), env=playbook_env(workdir, False), capture_output=True,
+                               text=True, timeout=600, check=False)
+    wall = time.perf_counter() - started
+    if completed.returncode != 0 or "SUCCESS" not in completed.stdout:
+        raise SystemExit("%s %s exited %d\n%s\n%s" % (module, args, completed.returncode, completed.stdout[-3000:],
+                                                      completed.stderr[-3000:]))
+    return {"wall_s": wall, "cpu_s": children_cpu() - cpu_before}
+
+
+def collection_vs_setup(rounds, realdata=None):
+    """One host's gpu_facts (NVML replayed, all subsets; nvidia-smi -q -x from the fake, all subsets) against
+    setup gather_subset=min, each an ad-hoc `ansible localhost -c local` run, interleaved in a rotating order."""
+    smi_path, corpus_note = smi_input(realdata)
+    workdir = Path(tempfile.mkdtemp(prefix="gpufleet-collection-bench-"))
+    try:
+        write_fleet(workdir, 1, eight_gpu_xml(smi_path.read_text(encoding="utf-8")))
+        for name, module, args in COLLECTIONS:  # warm-up: Ansible's module cache, the page cache
+            run_adhoc(workdir, module, args)
+        runs = {name: [] for name, _module, _args in COLLECTIONS}
+        for index in range(rounds):
+            shift = index % len(COLLECTIONS)
+            for name, module, args in COLLECTIONS[shift:] + COLLECTIONS[:shift]:
+                runs[name].append(run_adhoc(workdir, module, args))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    result = {"rounds": rounds, "nvidia_smi_input": smi_path.name, "corpus_note": corpus_note,
+              "nvml_fixture": str(NVML_FIXTURE.relative_to(REPO)), "runs": runs}
+    for clock in ("wall_s", "cpu_s"):
+        result[clock] = {}
+        for name in runs:
+            pairs = [run[clock] / setup[clock] for run, setup in zip(runs[name], runs["setup_min"])]
+            result[clock][name] = {"median": median([run[clock] for run in runs[name]]),
+                                   "ratio_to_setup_min": median(pairs)}
+    return result
+
+
+def print_collection_vs_setup(result):
+    print("== 6. one host's collection against setup gather_subset=min (ad-hoc, connection local, %d rounds)"
+          % result["rounds"])
+    for clock, label in (("wall_s", "wall-clock s"), ("cpu_s", "CPU s (process tree)")):
+        for name, row in result[clock].items():
+            print("   %-22s %-24s %8.3f   x setup_min %.2f" % (label, name, row["median"], row["ratio_to_setup_min"]))
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--hosts", type=int, nargs="+", default=[200])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--task-times", action="store_true", help="time each task of the audit (callback)")
+    parser.add_argument("--realdata", type=Path, default=realdata_dir())
+    parser.add_argument("--collection-rounds", type=int, default=0,
+                        help="also time one host's collection against setup (figure 6) this many rounds")
+    parser.add_argument("--no-audit", action="store_true", help="skip figure 5")
+    parser.add_argument("--output", type=Path, default=None)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    load = os.getloadavg()
+    print("audit bench: %d CPUs, load %.2f %.2f %.2f" % ((os.cpu_count(),) + load))
+    results = []
+    if args.collection_rounds:
+        result = collection_vs_setup(args.collection_rounds, args.realdata)
+        print_collection_vs_setup(result)
+        results.append(result)
+    for hosts in [] if args.no_audit else args.hosts:
+        result = audit_bench(hosts, args.rounds, args.task_times, args.realdata)
+        result["load_at_start"] = load
+        result["load_at_end"] = os.getloadavg()
+        print_audit(result)
+        results.append(result)
+    if args.output:
+        args.output.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
