@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Where the benchmarks find the public corpus: GPUFLEET_CORPUS if set, else ../shared beside the checkout,
-the same rule as the tests (tests/support/corpus.py; tests/unit/test_corpus_location.py checks that both
+the same rule as the tests (tests/support/corpus.py; tests/unit/tools/test_corpus_location.py checks that both
 agree). The benchmarks do not import the tests for it."""
 
 import os

@@ -4,7 +4,7 @@
 Each host of tools/demo_scenarios.py is collected by the real gpu_facts code (Collection with
 record=True) against a simulated libnvidia-ml and a simulated host, so a fixture holds exactly
 what the collectors asked for: every NVML call, file, folder and command. The output is
-byte-identical from run to run; tests/unit/test_demo_fleet.py checks the committed files.
+byte-identical from run to run; tests/unit/tools/test_demo_fleet.py checks the committed files.
 
     .venv/bin/python tools/make_demo_fleet.py            # all hosts
     .venv/bin/python tools/make_demo_fleet.py --check    # exit 1 when a fixture is stale

@@ -11,7 +11,7 @@ becomes a visible escape (\\x1b, \\r, \\u202e, \\udcff), so the text still says 
 
 Unsafe: every control (Unicode category Cc: C0, DEL, C1), format character (Cf: bidi embeddings,
 overrides and isolates, zero-width characters, the BOM), surrogate (Cs) and the line and paragraph
-separators (Zl, Zp). tests/unit/test_text_safety.py checks the table below against unicodedata.
+separators (Zl, Zp). tests/unit/plugins/plugin_utils/test_text_safety.py checks the table below against unicodedata.
 """
 
 from __future__ import absolute_import, division, print_function

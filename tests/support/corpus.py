@@ -14,7 +14,7 @@ REQUIRED_ENV = "GPUFLEET_CORPUS_REQUIRED"
 ABSENT = "public corpus not found: set GPUFLEET_CORPUS or place shared/ beside the checkout"
 
 # The nvidia-smi -q -x captures of realdata/, named here so that tests parametrize over them without
-# listing a folder at collection time (tests/unit/test_nvsmi_xml.py checks this list against the folder).
+# listing a folder at collection time (tests/unit/plugins/module_utils/test_nvsmi_xml.py checks this list against the folder).
 NVSMI_XML_CAPTURES = (
     "nvsmi-q-x_2x-rtx-2080_590.44.01_v13_telegraf.xml",
     "nvsmi-q-x_a100-sxm4-40gb_mig-2x3g.20gb_510.47.03_v11_netdata.xml",

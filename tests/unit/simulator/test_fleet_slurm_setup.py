@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-FLEET_DIR = Path(__file__).resolve().parents[1] / "fleet"
+from tests.support.schema_check import ROOT
+
+FLEET_DIR = Path(ROOT) / "tests" / "fleet"
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 
 The configs are NVIDIA's own files (reference/nvidia-mig-parted-configs of the public corpus); the GPU
 models are built from the corpus's reference/mig_profiles.yaml so these tests do not depend on
-knowledge.py. The tests that read the corpus are marked corpus; tests/unit/test_mig_config_samples.py
+knowledge.py. The tests that read the corpus are marked corpus; tests/unit/plugins/plugin_utils/test_mig_config_samples.py
 runs the same loaders and placement on the project's own config and the shipped models.
 """
 

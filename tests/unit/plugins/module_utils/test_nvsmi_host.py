@@ -3,18 +3,8 @@
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.core.plugins.doc_fragments.nvidia_smi import ModuleDocFragment
 from ansible_collections.gpufleet.core.plugins.module_utils import nvsmi_host
 from ansible_collections.gpufleet.core.plugins.modules import gpu_mode, mig_layout
-
-
-def test_fragment_documents_the_shared_argument_spec():
-    options = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]
-    spec = nvsmi_host.nvidia_smi_argument_spec()
-    assert sorted(options) == sorted(spec) == ["nvidia_smi", "timeout"]
-    for name, argument in spec.items():
-        assert options[name]["type"] == argument["type"]
-        assert options[name].get("default") == argument.get("default")
 
 
 @pytest.mark.parametrize("module, timeout", [(gpu_mode, 60), (mig_layout, 300)])

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import PolicyError, json_schema, validate_policy
+from tests.support.schema_check import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCHEMA_FILE = os.path.join(ROOT, "docs", "schema", "policy.schema.json")
 DEMO_GROUP_VARS = sorted(glob.glob(os.path.join(ROOT, "inventories", "demo", "group_vars", "*.yml")))
 

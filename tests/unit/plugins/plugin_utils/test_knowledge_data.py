@@ -12,9 +12,9 @@ import yaml
 from ansible_collections.gpufleet.core.plugins.module_utils import kernel_log
 from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import load_knowledge
 from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge_tables import DATA_DIR
+from tests.support.schema_check import ROOT
 
 KNOWLEDGE = load_knowledge()
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_the_lost_gpu_xid_is_the_catalogs_and_the_collector_agrees():

@@ -9,8 +9,8 @@ import re
 
 import pytest
 import yaml
+from tests.support.schema_check import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROLES = sorted(os.path.basename(os.path.dirname(path)) for path in glob.glob(os.path.join(ROOT, "roles", "*", "tasks")))
 
 # The Python types a value of each argument-spec type may have in YAML.

@@ -12,8 +12,8 @@ import yaml
 from ansible_collections.gpufleet.core.plugins.filter.report_root import FilterModule
 from ansible_collections.gpufleet.core.plugins.modules import gpu_facts
 from ansible_collections.gpufleet.core.plugins.plugin_utils import audit_run, collection_version
+from tests.support.schema_check import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYBOOKS = sorted(glob.glob(os.path.join(ROOT, "playbooks", "*.yml")) + glob.glob(os.path.join(ROOT, "playbooks", "tasks", "*.yml")))
 DEFAULTS = os.path.join(ROOT, "playbooks", "vars", "defaults.yml")
 

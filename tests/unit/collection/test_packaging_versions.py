@@ -10,8 +10,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 import ansible.release
+from tests.support.schema_check import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Every minor release around the supported range, with patch releases on both sides of a minor's start.
 CANDIDATES = [Version("2.%d.%d" % (minor, patch)) for minor in range(14, 27) for patch in (0, 1, 9)] + [
     Version("2.19.99"), Version("2.22.99"), Version("2.23.0rc1")]

@@ -16,8 +16,7 @@ from ansible.vars.manager import VariableManager
 from ansible_collections.gpufleet.core.plugins.action.policy_check import (
     HostVariables, failure_result, has_template, hosts_to_check, search_dirs)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import FleetPolicies
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.support.schema_check import ROOT
 
 HOSTS_YML = """\
 all:

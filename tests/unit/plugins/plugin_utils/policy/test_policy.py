@@ -20,8 +20,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import (
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_custom import compile_custom_rules
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_workload import worker_limit
 from tests.support.corpus import reference_path
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.support.schema_check import ROOT
 
 MIG_DOC = {
     "version": "v1",

@@ -1,6 +1,6 @@
 """An unread GPU process list is never "no process": gpu_mode and mig_layout refuse to change a GPU whose
 processes they could not read, and the driver role's process check (plugin_utils/drain.py) says unknown
-where gpu_facts could not list them."""
+where gpu_facts could not list them (that check: tests/unit/plugins/plugin_utils/test_drain_unknown_processes.py)."""
 
 import json
 import os
@@ -10,7 +10,6 @@ import sys
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpufleet.core.plugins.filter.driver_plan import driver_plan
 from ansible_collections.gpufleet.core.plugins.module_utils.gpu_processes import (
     gpus_without_process_section, mark_unknown, unknown_processes)
 from ansible_collections.gpufleet.core.plugins.modules import gpu_mode, mig_layout
@@ -159,21 +158,3 @@ def test_mig_layout_refuses_a_gpu_with_unknown_processes_even_with_allow_drain(c
     changed = run(mig_layout, capsys, gpus=[{"index": 1, "devices": {"3g.40gb": 2}}], profiles=profiles, reset=True)
     assert changed["changed"] is True and sim.layout(1) != []
 
-
-# ---------------------------------------------------------------- the driver role's process check
-
-def test_driver_role_processes_from_facts_then_device_files_then_unknown():
-    known = driver_plan({"facts": {"gpus": [gpu(0, [{"pid": 4}]), gpu(1, [{"pid": 4}, {"pid": 9}])], "errors": []}},
-                        "processes")
-    assert known == {"known": True, "pids": [4, 9], "source": "gpu_facts", "unknown": ""}
-    mismatch = {"gpus": [], "errors": [{"gpu": None, "call": "nvidia-smi -q -x",
-                                        "reason": "Driver/library version mismatch"}]}
-    unknown = driver_plan({"facts": mismatch}, "processes")
-    assert unknown["known"] is False and "Driver/library version mismatch" in unknown["unknown"]
-    failed_scan = driver_plan({"facts": mismatch, "scan": {"rc": 3, "stdout": ""}}, "processes")
-    assert failed_scan["known"] is False
-    scanned = driver_plan({"facts": mismatch, "scan": {"rc": 0, "stdout": "812 python3\n77 nvidia-persistenced\n"}},
-                          "processes")
-    assert (scanned["known"], scanned["pids"], scanned["source"]) == (True, [812], "device files")
-    idle = driver_plan({"facts": mismatch, "scan": {"rc": 0, "stdout": ""}}, "processes")
-    assert (idle["known"], idle["pids"]) == (True, [])

@@ -13,9 +13,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.driver_clients impor
     collect_driver_clients, container_of, nvidia_libraries, scan_driver_clients)
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import LiveHost
-from tests.support.schema_check import assert_valid_facts
+from tests.support.schema_check import ROOT, assert_valid_facts
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PYTHON39 = "/root/.pyenv/versions/3.9.18/bin/python"
 MODULE_LINE = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build  (dvs-builder@U16)\n"
 CONTAINER_ID = "4f1c2b9a" * 8

@@ -14,8 +14,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils import findings, rem
 from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import make_context
 from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import load_knowledge
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.support.schema_check import ROOT
 
 
 def test_severities_rank_worst_first_and_fail_severities_add_none():

@@ -1,5 +1,5 @@
 """nvidia-smi -q -x backend, driven by the real captures of the public corpus (tests marked corpus) and by
-the project's own samples (tests/fixtures/samples, and tests/unit/test_nvsmi_samples.py)."""
+the project's own samples (tests/fixtures/samples, and tests/unit/plugins/module_utils/test_nvsmi_xml_samples.py)."""
 
 import glob
 import os

@@ -11,8 +11,8 @@ import tarfile
 
 import pytest
 import yaml
+from tests.support.schema_check import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Paths (or their first folders) that must never be shipped.
 LEFT_OUT = [".venv", ".ansible", ".ci", ".git", ".gitignore", ".ansible-lint", ".pytest_cache", ".hypothesis",
             "build", "reports", "bench", "tools", "simulator", "tests/fleet", "tests/output", "collections", "Makefile",

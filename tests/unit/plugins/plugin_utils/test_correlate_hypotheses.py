@@ -8,8 +8,8 @@ import jsonschema
 
 from tests.support.correlate_builders import audit, with_xids
 from tests.support.rule_builders import healthy_node
+from tests.support.schema_check import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DRIVER_A, DRIVER_B = "550.54.15", "550.90.07"
 VBIOS_F, VBIOS_G = "96.00.74.00.1C", "96.00.89.00.01"
 BUS = "0000:18:00.0"

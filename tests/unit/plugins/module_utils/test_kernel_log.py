@@ -1,6 +1,6 @@
 """Kernel log parsing and collection, driven by the real NVRM lines and the example lines of the Xid
 catalog in the public corpus (tests marked corpus), and by the project's own lines (here and in
-tests/unit/test_kernel_log_samples.py)."""
+tests/unit/plugins/module_utils/test_kernel_log_samples.py)."""
 
 import functools
 import time

@@ -5,8 +5,7 @@ import os
 import pytest
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import DEFAULT_POLICY, PolicyError, validate_policy
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.support.schema_check import ROOT
 
 
 def messages(policy):

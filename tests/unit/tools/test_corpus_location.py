@@ -11,7 +11,7 @@ import pytest
 from tests.support import corpus
 from tests.support.schema_check import ROOT
 
-A_CORPUS_TEST = "tests/unit/test_nvsmi_mig.py::test_h100_lgip"
+A_CORPUS_TEST = "tests/unit/plugins/module_utils/test_nvsmi_mig.py::test_h100_lgip"
 
 
 def bench_corpus():
@@ -83,7 +83,7 @@ def test_a_corpus_test_without_the_corpus_fails_when_the_corpus_is_required(tmp_
 
 
 def test_the_marker_selects_the_corpus_tests(tmp_path):
-    result = run_pytest("tests/unit/test_nvsmi_mig.py", "-m", "corpus", "--collect-only",
+    result = run_pytest("tests/unit/plugins/module_utils/test_nvsmi_mig.py", "-m", "corpus", "--collect-only",
                         GPUFLEET_CORPUS=str(tmp_path / "none"))
     selected = [line for line in result.stdout.splitlines() if "::" in line]
     assert [line.split("::")[1] for line in selected] == [
@@ -92,10 +92,10 @@ def test_the_marker_selects_the_corpus_tests(tmp_path):
 
 
 def test_a_test_that_takes_the_corpus_fixture_is_a_corpus_test(tmp_path):
-    """tests/unit/test_nvsmi_xml.py::test_every_capture_has_expectations has no mark, only the fixture."""
-    result = run_pytest("tests/unit/test_nvsmi_xml.py", "-m", "corpus", "--collect-only",
+    """tests/unit/plugins/module_utils/test_nvsmi_xml.py::test_every_capture_has_expectations has no mark, only the fixture."""
+    result = run_pytest("tests/unit/plugins/module_utils/test_nvsmi_xml.py", "-m", "corpus", "--collect-only",
                         GPUFLEET_CORPUS=str(tmp_path / "none"))
     assert "test_nvsmi_xml.py::test_every_capture_has_expectations" in result.stdout
-    result = run_pytest("tests/unit/test_nvsmi_xml.py::test_every_capture_has_expectations",
+    result = run_pytest("tests/unit/plugins/module_utils/test_nvsmi_xml.py::test_every_capture_has_expectations",
                         GPUFLEET_CORPUS=str(tmp_path / "none"), GPUFLEET_CORPUS_REQUIRED="")
     assert "1 skipped" in result.stdout and corpus.ABSENT in result.stdout
