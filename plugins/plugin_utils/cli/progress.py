@@ -5,7 +5,7 @@
 terminal, a few plain lines otherwise (cron mail, journald, a CI log).
 
 Counted from the audit play (the first play of audit.yml): every host with a task event in it is a host of
-the run; a host is done once its gpu_facts task returned (ok, failed or unreachable); the verdict task
+the run (its first task starts on all of them, so the total is known before any host is contacted); a host is done once its gpu_facts task returned (ok, failed or unreachable); the verdict task
 (gpufleet.core.audit_verdict) says which hosts fail (findings at or above the fail severity) and which were
 not audited. The stats event carries the set_stats artifact gpufleet_audit (run id, report folder).
 """
@@ -13,6 +13,7 @@ not audited. The stats event carries the set_stats artifact gpufleet_audit (run 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import shutil
 import time
 
 HOST_EVENTS = {"runner_on_ok": "ok", "runner_on_failed": "failed", "runner_on_unreachable": "unreachable",
@@ -79,7 +80,8 @@ class AuditProgress(object):
         return self.clock() - self.started
 
     def handle(self, event):
-        """Takes one runner event; returns the host it finished, 'phase' for a new phase, or None."""
+        """Takes one runner event; returns the host it finished, 'phase' for a new phase, 'task' for a new task
+        of the audit play, or None."""
         kind = event.get("event")
         data = event.get("event_data") or {}
         if kind == "playbook_on_play_start":
@@ -90,11 +92,14 @@ class AuditProgress(object):
             if action_name(data) == REPORT_ACTION and self.play == 1:
                 self.reporting = True
                 return "phase"
-            return None
+            return "task" if self.play == 1 else None
         if kind == "playbook_on_stats":
             self.artifacts = data.get("artifact_data") or {}
             self.finished = True
             return "phase"
+        if kind == "runner_on_start" and data.get("host") and self.play == 1:
+            self.hosts.add(data["host"])
+            return None
         if kind in HOST_EVENTS and data.get("host"):
             return self.host_event(HOST_EVENTS[kind], data)
         return None
@@ -143,10 +148,10 @@ def plain_line(progress, host=None):
 class ProgressDisplay(object):
     """Shows an AuditProgress on a stream: redrawn bar (tty) or plain lines."""
 
-    def __init__(self, stream, tty=None, width=80):
+    def __init__(self, stream, tty=None, width=None):
         self.stream = stream
         self.tty = stream.isatty() if tty is None else tty
-        self.width = width
+        self.width = width or shutil.get_terminal_size((100, 24)).columns
         self.last_step = -1
         self.drawn = False
         self.reporting_said = False
@@ -165,6 +170,8 @@ class ProgressDisplay(object):
         self.drawn = True
 
     def plain(self, progress, what):
+        if what == "task":
+            return
         if what == "phase":
             if progress.reporting and not self.reporting_said:
                 self.reporting_said = True
