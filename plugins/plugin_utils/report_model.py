@@ -22,7 +22,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
 )
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import severity_rank
 
-REPORT_VERSION = "1.1"
+REPORT_VERSION = "1.2"
 HOST_STATUSES = ("ok", "unreachable", "failed")
 # complete: every host of the audit's pattern was targeted; partial: only some (--limit); failed: no
 # host's facts could be read. A report built without a status is complete (callers of build_report).

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import jsonschema
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -36,7 +37,9 @@ def checkout_entries():
 def test_the_demo_fleet_exits_2_with_its_findings(tmp_path):
     report_root = tmp_path / "reports"
     before = checkout_entries()
-    result = gpufleet(tmp_path, "--report-root", str(report_root), "audit")
+    # as AWX passes them to a slice job of a sliced job template (docs/awx.md)
+    result = gpufleet(tmp_path, "--report-root", str(report_root), "audit", "-e", "awx_job_id=77",
+                      "-e", "awx_workflow_job_id=70", "-e", "awx_job_launch_type=workflow")
     output = result.stdout + result.stderr
     assert result.returncode == 2, output
     lines = result.stdout.splitlines()
@@ -50,6 +53,11 @@ def test_the_demo_fleet_exits_2_with_its_findings(tmp_path):
     report = json.loads((latest / "report.json").read_text())
     assert report["run"]["status"] == "complete"
     assert report["summary"]["hosts"]["total"] == DEMO_HOSTS
+    assert report["run"]["orchestration"] == {
+        "source": "awx", "run_group": "awx-workflow-job-70", "slice": None,
+        "awx": {"job_id": 77, "workflow_job_id": 70, "job_launch_type": "workflow"}}
+    with open(os.path.join(ROOT, "docs", "schema", "report.schema.json")) as handle:
+        jsonschema.validate(report, json.load(handle))
     assert "gpufleet audit %s: %d hosts (%d ok, 0 unreachable, 0 failed), %d findings" % (
         report["run"]["id"], DEMO_HOSTS, DEMO_HOSTS, len(report["findings"])) in lines
     assert "Run: COMPLETE - every host of the pattern was targeted" in lines
