@@ -68,6 +68,7 @@ def test_the_demo_fleet_exits_2_with_its_findings(tmp_path):
     assert len(artifacts) == 1 and artifacts[0].startswith(str(report_root / "runner" / "artifacts") + os.sep)
     assert (open(os.path.join(artifacts[0], "rc")).read().strip()) == "2"
     assert os.path.isdir(os.path.join(artifacts[0], "job_events"))
+    assert os.stat(str(report_root / "runner")).st_mode & 0o777 == 0o700
     assert checkout_entries() == before
 
 
@@ -90,3 +91,11 @@ def test_no_host_of_the_pattern_in_the_limit_exits_4(tmp_path):
     assert result.returncode == 4, result.stdout + result.stderr
     assert "cpu-node-nodriver-13: not_audited: not audited: no host matched the pattern gpu_nodes" in result.stdout
     assert "hosts done" not in result.stdout
+
+
+def test_runner_artifacts_are_rotated(tmp_path):
+    runs = [gpufleet(tmp_path, "--report-root", str(tmp_path), "audit", "--limit", "no-such-host",
+                     "--keep-artifacts", "1", "--progress", "none") for _ in range(2)]
+    assert [run.returncode for run in runs] == [4, 4]
+    newest = [line.split(": ", 1)[1] for line in runs[1].stdout.splitlines() if line.startswith("Runner artifacts: ")]
+    assert os.listdir(str(tmp_path / "runner" / "artifacts")) == [os.path.basename(newest[0])]

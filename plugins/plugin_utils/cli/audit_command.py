@@ -174,7 +174,8 @@ def audit(args, out=None):
     out = out or sys.stdout
     cwd = os.getcwd()
     report_root = args.report_root
-    os.makedirs(os.path.join(report_root, RUNNER_FOLDER), exist_ok=True)
+    # 0700: ansible-runner records the whole environment of the run (its `command` file), store URL included
+    os.makedirs(os.path.join(report_root, RUNNER_FOLDER), mode=0o700, exist_ok=True)
     settings = runner_settings(args, args.checkout, report_root, cwd)
     progress = AuditProgress()
     display = make_display(args.progress, out)

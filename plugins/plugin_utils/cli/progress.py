@@ -5,7 +5,8 @@
 terminal, a few plain lines otherwise (cron mail, journald, a CI log).
 
 Counted from the audit play (the first play of audit.yml): every host with a task event in it is a host of
-the run (its first task starts on all of them, so the total is known before any host is contacted); a host is done once its gpu_facts task returned (ok, failed or unreachable); the verdict task
+the run (its first task starts on all of them, so the total is known before any host is contacted); a host
+is done once its gpu_facts task returned (ok, failed or unreachable); the verdict task
 (gpufleet.core.audit_verdict) says which hosts fail (findings at or above the fail severity) and which were
 not audited. The stats event carries the set_stats artifact gpufleet_audit (run id, report folder).
 """
