@@ -25,6 +25,7 @@ help:
 	@echo "make units   - the unit tests as ansible-test units runs them (tests/unit/requirements.txt)"
 	@echo "make corpus-test - only the tests that read the public corpus (GPUFLEET_CORPUS, else ../shared); fails without it"
 	@echo "make fleet-up / fleet-down / test-fleet - the simulated fleet of nspawn containers"
+	@echo "make ee-context - the execution environment's build context (build/ee/context, docs/cli.md)"
 
 venv: $(TEST_STAMP)
 
