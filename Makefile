@@ -17,7 +17,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 .PHONY: help venv system-packages audit test test-unit test-integration test-docs corpus-test units sanity lint bench clean \
-	fleet-up fleet-down test-fleet
+	fleet-up fleet-down test-fleet ee-context
 
 help:
 	@echo "make audit   - set up .venv and audit the demo fleet (reports/latest)"
@@ -25,6 +25,7 @@ help:
 	@echo "make units   - the unit tests as ansible-test units runs them (tests/unit/requirements.txt)"
 	@echo "make corpus-test - only the tests that read the public corpus (GPUFLEET_CORPUS, else ../shared); fails without it"
 	@echo "make fleet-up / fleet-down / test-fleet - the simulated fleet of nspawn containers"
+	@echo "make ee-context - the execution environment's build context (build/ee/context, docs/cli.md)"
 
 venv: $(TEST_STAMP)
 
@@ -106,6 +107,14 @@ fleet-down:
 test-fleet: $(TEST_STAMP)
 	$(VENV_PY) tests/fleet/fleet.py up --fresh && $(VENV_PY) -m pytest tests/fleet -q; status=$$?; \
 	$(VENV_PY) tests/fleet/fleet.py down; exit $$status
+
+# The build context of the execution environment (execution-environment.yml, ansible-builder 3) in build/ee/context,
+# with the collection built from this checkout; `ansible-builder build` with podman or docker builds the image.
+ee-context: $(TEST_STAMP)
+	rm -rf build/ee && mkdir -p build/ee
+	$(VENV)/bin/ansible-galaxy collection build --output-path build/ee --force
+	mv build/ee/gpufleet-core-*.tar.gz build/ee/gpufleet-core.tar.gz
+	$(VENV)/bin/ansible-builder create -f execution-environment.yml -c build/ee/context
 
 bench: $(TEST_STAMP)
 	$(VENV_PY) bench/run.py

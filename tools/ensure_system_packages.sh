@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the tests need (Chromium renders report.html in a test; PostgreSQL serves
-# the run store tests, tests/support/postgres.py) when they are missing. A fresh machine or CI has none of them; this is the only place that installs them.
+# Installs the Debian packages the tests need when they are missing: Chromium renders report.html in a test,
+# PostgreSQL serves the run store tests (tests/support/postgres.py), systemd-analyze checks the scheduling
+# units. A fresh machine or CI has none of them; this is the only place that installs them.
 set -euo pipefail
 
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
+# systemd-analyze verify checks contrib/systemd's units (tests/unit/test_scheduling_units.py)
+command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
 
 if ((${#missing[@]} == 0)); then
     exit 0

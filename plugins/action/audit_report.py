@@ -16,6 +16,7 @@ from ansible.utils.display import Display
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import FIXABLE_ROLES
 from ansible_collections.gpufleet.core.plugins.modules.audit_report import ARGUMENT_SPEC
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit_run import accepted_unreachable, host_verdicts, run_audit
+from ansible_collections.gpufleet.core.plugins.plugin_utils.orchestration import orchestration
 from ansible_collections.gpufleet.core.plugins.plugin_utils.remediation import (
     compare, fixes_by_host, load_report, render_summary)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_terminal import render_terminal
@@ -65,6 +66,7 @@ def run_stats(report, run_dir, host_verdict):
         "hosts_failing": sorted(host for host, item in host_verdict.items() if item["verdict"] == "fail"),
         "hosts_not_audited": sorted(host for host, item in host_verdict.items() if item["verdict"] == "not_audited"),
         "causes": [cause["id"] for cause in report["causes"]],
+        "orchestration": report["run"].get("orchestration"),
     }
 
 
@@ -100,7 +102,8 @@ class ActionModule(ActionBase):
         try:
             run_dir = create_run_dir(args["run_dir"])
             report, paths, lines = run_audit(results, host_policies, run_dir, args["report_root"],
-                                             args["started_at"], args["fail_severity"], scope, store)
+                                             args["started_at"], args["fail_severity"], scope, store,
+                                             orchestration(args["orchestration"]))
         except (OSError, ValueError) as exc:
             raise AnsibleActionFail("audit_report: %s" % exc)
 

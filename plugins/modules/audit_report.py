@@ -131,6 +131,15 @@ options:
       - With O(compare_with), the host variable that is true on hosts whose remediation failed.
     type: str
     default: gpufleet_remediation_failed
+  orchestration:
+    description:
+      - Variables that say which AWX job, workflow or slice the run is part of - the C(awx_*) (or C(tower_*))
+        job variables AWX passes, and C(gpufleet_run_group), C(gpufleet_slice_number), C(gpufleet_slice_count).
+      - Recorded in C(report.json) as C(run.orchestration) (null when none is given) - the job, template, workflow,
+        schedule and inventory ids and names, the project revision and execution node, the slice and the run group
+        that ties the slices of one fleet run together (C(docs/awx.md)). The user's name and e-mail are left out.
+    type: dict
+    default: {}
 attributes:
   check_mode:
     description: Reports are written in check mode too; they change nothing on the hosts.
@@ -246,6 +255,7 @@ ARGUMENT_SPEC = {
     "not_converged_var": {"type": "str", "default": "gpufleet_remediation_failed"},
     "store": {"type": "bool", "default": True},
     "store_url": {"type": "str", "no_log": True},
+    "orchestration": {"type": "dict", "default": {}},
 }
 
 

@@ -134,11 +134,13 @@ def strictest_fail_severity(policies):
     return min(failing, key=severity_rank)
 
 
-def run_audit(results, host_policies, run_dir, report_root, started_at, fail_severity=None, scope=None, store=None):
+def run_audit(results, host_policies, run_dir, report_root, started_at, fail_severity=None, scope=None, store=None,
+              orchestration=None):
     """results: {host: registered gpu_facts result}; host_policies: {host: effective policy};
     scope: {"hosts": every host of the audit's pattern without --limit, "pattern", "limit"} (optional:
     without it the targeted hosts are the whole scope); store: store.record.StoreSettings (None: no store,
-    and the report has no "store" and "changes" sections).
+    and the report has no "store" and "changes" sections); orchestration: the AWX job or slice the run is
+    part of (plugin_utils/orchestration.py), recorded as run.orchestration.
 
     Returns (report, written paths, per-host summary lines).
     """
@@ -172,6 +174,7 @@ def run_audit(results, host_policies, run_dir, report_root, started_at, fail_sev
     scope = scope or {}
     run["scope"] = run_scope(sorted(results), scope.get("hosts"), scope.get("pattern"), scope.get("limit"))
     run["status"], run["status_reason"] = run_status(statuses, run["scope"], accepted)
+    run["orchestration"] = orchestration
     report = build_report(run, statuses, findings, causes)
     if fail_severity == NO_FAILURE:
         report["summary"]["failed_threshold"] = False

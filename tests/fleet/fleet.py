@@ -104,6 +104,7 @@ class Host:
         self.exit_file = self.dir / "exit"
         self.cgroups_file = self.dir / "cgroups"
         self.enable_after_boot_file = self.dir / "enable-after-boot"
+        self.bind_ro_file = self.dir / "bind-ro"
 
     @classmethod
     def named(cls, name):
@@ -440,6 +441,17 @@ def prepare_upper(host, spec):
     write_file(upper / "root/.ssh/authorized_keys", KEY.with_suffix(".pub").read_text(), mode=0o600)
     os.chmod(upper / "root/.ssh", 0o700)
     install_simulator(upper, host, spec)
+    write_bind_ro(host, spec.get("bind_ro", []))
+
+
+def write_bind_ro(host, paths):
+    """Folders of this machine the host sees read-only at the same path (spec["bind_ro"]: a controller's
+    Python and checkout, tests/fleet/test_scheduled_audit.py); nspawn_argv reads the list at every boot."""
+    for path in paths:
+        if not (os.path.isabs(path) and os.path.isdir(path)):
+            raise FleetError("%s: bind_ro %r is not an existing absolute folder" % (host.name, path))
+    if paths:
+        write_file(host.bind_ro_file, "".join(path + "\n" for path in paths))
 
 
 def install_simulator(upper, host, spec):
@@ -557,9 +569,10 @@ def tail(path, lines):
 
 
 def nspawn_argv(host):
+    binds = host.bind_ro_file.read_text().split() if host.bind_ro_file.exists() else []
     return ["systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--machine=" + host.machine,
             "--directory=" + str(ROOTFS), "--overlay=%s:%s:/" % (ROOTFS, host.upper), "--boot",
-            "--console=read-only", "--link-journal=no"]
+            "--console=read-only", "--link-journal=no"] + ["--bind-ro=" + path for path in binds]
 
 
 def systemd_cgroup_dirs():

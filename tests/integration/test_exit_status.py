@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import REPORT_VERSION
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "inventories", "demo", "fixtures")
@@ -108,7 +109,7 @@ def test_a_healthy_fleet_exits_0_with_a_complete_run(tmp_path):
     result = run_audit(inventory, report_dir)
     assert result.returncode == 0, output(result)[-3000:]
     report = read_json(report_dir / "latest" / "report.json")
-    assert report["report_version"] == "1.2"
+    assert report["report_version"] == REPORT_VERSION
     assert (report["run"]["status"], report["run"]["scope"]["hosts_targeted"]) == ("complete", 2)
     assert report["summary"]["hosts"] == {"total": 2, "ok": 2, "unreachable": 0, "failed": 0}
     assert "Run: COMPLETE" in result.stdout
