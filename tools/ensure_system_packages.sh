@@ -7,7 +7,7 @@ set -euo pipefail
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
-# systemd-analyze verify checks contrib/systemd's units (tests/unit/test_scheduling_units.py)
+# systemd-analyze verify checks contrib/systemd's units (tests/unit/collection/test_scheduling_units.py)
 command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
 
 if ((${#missing[@]} == 0)); then

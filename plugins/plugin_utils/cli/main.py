@@ -12,16 +12,11 @@ import sys
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.cli import audit_command
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import report_root
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store import commands as store_commands
 
 ENV_STORE_URL = "GPUFLEET_STORE_URL"
 ENV_REPORT_ROOT = "GPUFLEET_REPORT_DIR"
 
-try:
-    # runs, show, diff, baseline, report: the run store's commands, from the `store` branch (issue 10);
-    # until that is merged the command has only `audit`
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store import commands as store_commands
-except ImportError:
-    store_commands = None
 
 
 def build_parser():
@@ -35,8 +30,7 @@ def build_parser():
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     audit_command.add_parser(subparsers)
-    if store_commands is not None:
-        store_commands.register(subparsers)
+    store_commands.register(subparsers)
     return parser
 
 

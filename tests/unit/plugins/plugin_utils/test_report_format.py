@@ -13,8 +13,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.remediation import l
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import compact, expanded, shared_actions
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import REPORT_VERSION, build_report
 from tests.support.report_inputs import RUN, demo_like_inputs, finding, large_inputs
+from tests.support.schema_check import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REPORT_SCHEMA = os.path.join(ROOT, "docs", "schema", "report.schema.json")
 
 

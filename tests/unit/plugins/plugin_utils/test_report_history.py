@@ -14,8 +14,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.report_prometheus im
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_terminal import render_terminal
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import render_json
 from tests.support.store_runs import host_wide, make_run, pcie, record, xid
+from tests.support.schema_check import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIRST = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=2)).replace(microsecond=0)
 SECOND = FIRST + datetime.timedelta(days=1)
 

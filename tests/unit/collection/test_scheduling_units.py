@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 import pytest
+from tests.support.schema_check import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SYSTEMD = os.path.join(ROOT, "contrib", "systemd")
 CRON = os.path.join(ROOT, "contrib", "cron", "gpufleet-audit")
 INSTALLED_COMMAND = "/opt/gpufleet/.venv/bin/gpufleet"

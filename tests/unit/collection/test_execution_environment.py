@@ -12,8 +12,8 @@ import tomllib
 import pytest
 import yaml
 from packaging.requirements import Requirement
+from tests.support.schema_check import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # pyproject.toml's dependencies that requirements.txt leaves out, and why
 NOT_IN_EE_REQUIREMENTS = {
     "ansible-core": "the execution environment's own (execution-environment.yml, dependencies.ansible_core)",

@@ -7,8 +7,8 @@ import os
 import jsonschema
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.orchestration import orchestration
+from tests.support.schema_check import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # what AWX passes a slice job of a sliced job template that a schedule launched (both prefixes, as AWX does)
 AWX_SLICE_JOB = {}
