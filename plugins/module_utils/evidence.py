@@ -60,7 +60,7 @@ def cap(data, limit, keep_end):
     """(kept bytes, cut or None): at most limit bytes, the end of a log or the start of anything else."""
     if len(data) <= limit:
         return data, None
-    kept = data[-limit:] if keep_end else data[:limit]
+    kept = data[len(data) - limit:] if keep_end else data[:limit]
     return kept, {"original_bytes": len(data), "kept_bytes": len(kept),
                   "kept": "the last %d bytes" % len(kept) if keep_end else "the first %d bytes" % len(kept)}
 
@@ -255,8 +255,9 @@ def collect_pci(evidence):
 def collect_bmc(evidence):
     first = evidence.command("ipmitool-sel-elist.txt", "hardware", "ipmitool", ["sel", "elist"], timeout=60)
     if first["status"] != STATUS_OK:
-        for name in ("ipmitool-sel-time.txt", "ipmitool-sdr-elist.txt"):
-            evidence.skip(name, "hardware", "ipmitool", "ipmitool sel elist did not work (%s)" % (first["why"] or ""))
+        for name, command in (("ipmitool-sel-time.txt", "ipmitool sel time get"),
+                              ("ipmitool-sdr-elist.txt", "ipmitool sdr elist")):
+            evidence.skip(name, "hardware", command, "ipmitool sel elist did not work (%s)" % (first["why"] or ""))
         return
     evidence.command("ipmitool-sel-time.txt", "hardware", "ipmitool", ["sel", "time", "get"])
     evidence.command("ipmitool-sdr-elist.txt", "hardware", "ipmitool", ["sdr", "elist"], timeout=60)

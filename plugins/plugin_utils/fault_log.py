@@ -40,7 +40,8 @@ def md(value):
 
 
 def code(value):
-    return "`%s`" % safe_line(value if value is not None else "", 300).replace("`", "'")
+    """A code span that also sits safely in a table cell (a pipe is escaped, as GitHub's tables read it)."""
+    return "`%s`" % safe_line(value if value is not None else "", 300).replace("`", "'").replace("|", "\\|")
 
 
 def section(title, lines):
@@ -122,7 +123,7 @@ def checked_lines(manifests, layer, report):
     return lines
 
 
-def finding_lines(report, manifests, layer):
+def finding_lines(report, manifests, layer, first_seen):
     findings = [f for f in report["findings"] if f["layer"] == layer and f["host"] in manifests]
     if not findings:
         return ["", "Findings: none in this layer."]
@@ -132,9 +133,12 @@ def finding_lines(report, manifests, layer):
         files = ["evidence/%s/facts.json" % dir_name] + [
             "evidence/%s/%s" % (dir_name, entry["file"]) for _h, _d, entry in _evidence_of_layer(
                 {finding["host"]: manifests[finding["host"]]}, layer) if entry.get("status") == "ok" and entry.get("file")]
-        lines.append("- **%s** %s%s: %s (%s). Evidence: %s" % (
+        seen = first_seen.get((finding["host"], finding["rule"], finding.get("gpu")))
+        lines.append("- **%s** %s%s: %s (%s; %s). Evidence: %s" % (
             finding["severity"], md(finding["host"]), " GPU %s" % md(finding["gpu"]) if finding.get("gpu") else "",
-            md(finding["summary"]), code(finding["rule"]), ", ".join(code(name) for name in files[:6])))
+            md(finding["summary"]), code(finding["rule"]),
+            "first seen by gpufleet %s" % seen if seen else "not seen by an earlier run under the report folder",
+            ", ".join(code(name) for name in files[:6])))
     if len(findings) > MAX_FINDINGS_PER_LAYER:
         lines.append("- ... and %d more in report.json" % (len(findings) - MAX_FINDINGS_PER_LAYER))
     return lines
@@ -155,11 +159,12 @@ def layer_event_lines(timeline, layer):
 
 
 def layer_lines(timeline, report, manifests):
+    first_seen = {(item["host"], item["rule"], item["gpu"]): item["first_seen"] for item in timeline.get("first_seen", [])}
     lines = []
     for layer in LAYERS:
         lines += ["", "### %s" % layer, ""]
         lines += checked_lines(manifests, layer, report)
-        lines += finding_lines(report, manifests, layer)
+        lines += finding_lines(report, manifests, layer, first_seen)
         lines += layer_event_lines(timeline, layer)
     return lines
 
@@ -167,7 +172,7 @@ def layer_lines(timeline, report, manifests):
 # ---------------------------------------------------------------------- causes and actions
 
 TIMELINE_HYPOTHESES = (
-    # (first kind, second kind, layer, title, action, score)
+    # (first kind, second kind, layer, title, action, score[, link: "process" or "time" only])
     ("bmc_event", "xid", "hardware", "A BMC event (power, fans, temperature) seconds before a GPU error",
      "Read the BMC event and the PSU/fan state; check the server's power feeds and cooling before replacing the GPU.", 90),
     ("bmc_event", "fallen_off_bus", "hardware", "A BMC event seconds before a GPU fell off the bus",
@@ -175,9 +180,16 @@ TIMELINE_HYPOTHESES = (
     ("pcie_aer", "xid", "hardware", "PCIe AER errors next to a GPU error",
      "Check the link (lspci -vvv evidence: LnkSta, AER), reseat the GPU or riser, compare with its peers.", 80),
     ("xid", "service_restart", "workload", "A service restarted right after an Xid in its process",
-     "Look up the Xid in the catalog: an application Xid (13, 31, 43) is the service's bug; a hardware Xid is the GPU's.", 85),
+     "Look up the Xid in the catalog: an application Xid (13, 31, 43) is the service's bug; a hardware Xid is the GPU's.",
+     85, "process"),
     ("xid", "service_exit", "workload", "A service process ended right after an Xid in its process",
-     "Look up the Xid in the catalog and read the service's journal around it.", 84),
+     "Look up the Xid in the catalog and read the service's journal around it.", 84, "process"),
+    ("xid", "service_restart", "workload", "A service restarted within seconds of an Xid",
+     "Read the service's journal around the Xid: a service that uses the GPU fails with it; one that does not is "
+     "a coincidence.", 60, "time"),
+    ("xid", "service_failed", "workload", "A service failed within seconds of an Xid",
+     "Read the service's journal around the Xid: a service that uses the GPU fails with it; one that does not is "
+     "a coincidence.", 60, "time"),
     ("package_upgrade", "api_mismatch", "driver", "Driver packages changed without a reboot: API mismatch",
      "Reboot the host (or reload the kernel module) so the kernel module matches the libraries.", 88),
     ("package_install", "api_mismatch", "driver", "Driver packages installed without a reboot: API mismatch",
@@ -195,8 +207,8 @@ def timeline_hypotheses(timeline):
         first, second = (by_id.get(event_id) for event_id in pair["events"])
         if first is None or second is None:
             continue
-        for kind_a, kind_b, layer, title, action, score in TIMELINE_HYPOTHESES:
-            if (first["kind"], second["kind"]) == (kind_a, kind_b):
+        for kind_a, kind_b, layer, title, action, score, *link in TIMELINE_HYPOTHESES:
+            if (first["kind"], second["kind"]) == (kind_a, kind_b) and (not link or link[0] == pair.get("link")):
                 entry = found.setdefault(title, {"title": title, "layer": layer, "action": action, "score": score,
                                                  "evidence": []})
                 entry["evidence"].append((first, second, pair["why"]))

@@ -103,7 +103,7 @@ def _sort_key(item):
             if item["source"] in SOURCES else 99, item["evidence"].get("line") or 0)
 
 
-def _relate(first, second, seconds, why, correlations):
+def _relate(first, second, seconds, why, correlations, link="time"):
     if len(correlations) >= MAX_CORRELATIONS:
         return
     if second["id"] in first.setdefault("related", []) or len(first["related"]) >= MAX_RELATED:
@@ -111,7 +111,7 @@ def _relate(first, second, seconds, why, correlations):
     first["related"].append(second["id"])
     second.setdefault("related", []).append(first["id"])
     correlations.append({"events": [first["id"], second["id"]], "host": first["host"],
-                         "seconds": round(seconds, 3), "why": why})
+                         "seconds": round(seconds, 3), "why": why, "link": link})
 
 
 def mark_close(events, pid_units_by_host, close_seconds=CLOSE_SECONDS):
@@ -128,7 +128,7 @@ def mark_close(events, pid_units_by_host, close_seconds=CLOSE_SECONDS):
                 continue
             why = _process_link(first, second, pid_units_by_host.get(first["host"]) or {})
             if why:
-                _relate(first, second, gap, why, correlations)
+                _relate(first, second, gap, why, correlations, "process")
             elif gap <= close_seconds and second["source"] != first["source"]:
                 _relate(first, second, gap, "within %d s, %s then %s" % (close_seconds, first["source"],
                                                                          second["source"]), correlations)

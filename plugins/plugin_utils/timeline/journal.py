@@ -27,14 +27,15 @@ MESSAGE_KINDS = {
     "fe6faa94e7774663a0da52717891d8ef": "oom_kill",
 }
 # the same events by their text, for journals without message ids
+_UNIT_PREFIX = r"^(?:[^\s:]+: )?"
 TEXT_KINDS = (
-    (re.compile(r"^Started "), "service_start"),
-    (re.compile(r"^Stopped "), "service_stop"),
-    (re.compile(r"^Scheduled restart job"), "service_restart"),
+    (re.compile(_UNIT_PREFIX + r"Started "), "service_start"),
+    (re.compile(_UNIT_PREFIX + r"Stopped "), "service_stop"),
+    (re.compile(_UNIT_PREFIX + r"Scheduled restart job"), "service_restart"),
     (re.compile(r"killed by the OOM killer"), "oom_kill"),
-    (re.compile(r"^Failed with result '([^']+)'"), "service_result"),
-    (re.compile(r"^Main process exited, code=(\w+), status=(\S+)"), "service_exit"),
-    (re.compile(r"^Failed to start "), "service_failed"),
+    (re.compile(_UNIT_PREFIX + r"Failed with result '([^']+)'"), "service_result"),
+    (re.compile(_UNIT_PREFIX + r"Main process exited, code=(\w+), status=(\S+)"), "service_exit"),
+    (re.compile(_UNIT_PREFIX + r"Failed to start "), "service_failed"),
 )
 _APPLICATION_TROUBLE_RE = re.compile(
     r"CUDA error|CUDA out of memory|out of memory|CUBLAS_STATUS|NCCL (?:WARN|error)|Traceback \(most recent|"
