@@ -98,7 +98,9 @@ options:
   source:
     description:
       - V(live) reads the host. V(replay) answers every command and file from the C(host) part of the
-        M(gpufleet.core.gpu_facts) fixture O(fixture) (the demo fleet); what it did not record is missing.
+        M(gpufleet.core.gpu_facts) fixture O(fixture) (the demo fleet); what it did not record is missing. A
+        window-bound command recorded with another window answers with the recorded one (the controller keeps
+        only the events inside the asked window).
     type: str
     choices: [live, replay]
     default: live
@@ -230,7 +232,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.gpufleet.core.plugins.module_utils.evidence import collect_evidence
-from ansible_collections.gpufleet.core.plugins.module_utils.host_io import LiveHost, ReplayHost, run_bounded
+from ansible_collections.gpufleet.core.plugins.module_utils.host_io import (
+    CommandResult, LiveHost, ReplayHost, command_key, run_bounded)
 
 _ISO_RE = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d)(?::(\d\d)(?:\.\d+)?)?\s*(Z|UTC|[+-]\d\d:?\d\d)?$")
 
@@ -266,6 +269,24 @@ class EvidenceHost(LiveHost):
             return None
 
 
+_WINDOW_ARGUMENT_RE = re.compile(r" --(since|until)=@[0-9.]+")
+
+
+class WindowReplayHost(ReplayHost):
+    """A replay whose window-bound commands (journalctl --since/--until) answer with the window that was recorded
+    when the asked one is not: the controller keeps only the events inside the asked window."""
+
+    def run(self, argv, timeout):
+        result = ReplayHost.run(self, argv, timeout)
+        if not result.missing or "--since=@" not in " ".join(argv):
+            return result
+        asked = _WINDOW_ARGUMENT_RE.sub("", command_key(argv))
+        for key, recorded in sorted(self._fixture.get("commands", {}).items()):
+            if _WINDOW_ARGUMENT_RE.sub("", key) == asked:
+                return CommandResult.from_dict(recorded)
+        return result
+
+
 def replay_host(module, path):
     try:
         with open(path) as handle:
@@ -274,7 +295,7 @@ def replay_host(module, path):
         module.fail_json(msg="fixture %s cannot be read: %s" % (path, to_native(exc)))
     if not isinstance(fixture, dict) or not isinstance(fixture.get("host"), dict):
         module.fail_json(msg="fixture %s has no host part (not a gpufleet.core.gpu_facts fixture)" % path)
-    return ReplayHost(fixture["host"])
+    return WindowReplayHost(fixture["host"])
 
 
 def main():
