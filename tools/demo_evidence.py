@@ -24,8 +24,8 @@ BOOT_ID = "5d1c0f3ab6e94f3c9a0e2b7c4d8e1f20"
 PREVIOUS_BOOT_ID = "9a8b7c6d5e4f40312233445566778899"
 # message ids of systemd's catalog (systemd/sd-messages.h)
 STARTED = "39f53479d3a045ac8e11786248231fbf"
-PROCESS_EXITED = "d9b373ed55a64feb8242e02dbe79a49c"
-UNIT_RESULT = "98e322203f7a4ed290d09fe03c09fe15"
+PROCESS_EXITED = "98e322203f7a4ed290d09fe03c09fe15"
+UNIT_RESULT = "d9b373ed55a64feb8242e02dbe79a49c"
 RESTART_SCHEDULED = "5eb03494b6584870a536b337290809b3"
 OUT_OF_MEMORY = "fe6faa94e7774663a0da52717891d8ef"
 
@@ -343,9 +343,9 @@ def nvidia_smi_q_x(facts):
     driver = facts.get("driver") or {}
     gpus = "".join('<gpu id="%s"><product_name>%s</product_name><uuid>%s</uuid></gpu>' % (
         gpu.get("pci_bus_id"), gpu.get("name"), gpu.get("uuid")) for gpu in facts.get("gpus") or [])
+    count = len(facts.get("gpus") or [])
     return ('<?xml version="1.0" ?>\n<nvidia_smi_log><driver_version>%s</driver_version>'
-            '<attached_gpus>%d</attached_gpus>%s</nvidia_smi_log>\n' % (driver.get("version"),
-                                                                      len(facts.get("gpus") or []), gpus))
+            '<attached_gpus>%d</attached_gpus>%s</nvidia_smi_log>\n' % (driver.get("version"), count, gpus))
 
 
 def lspci_text(facts, arguments, lost=""):
@@ -366,5 +366,3 @@ def lspci_text(facts, arguments, lost=""):
         ("%s 3D controller: NVIDIA Corporation Device (rev a1)\n\tSubsystem: NVIDIA Corporation Device\n"
          "\tLnkCap:\tPort #0, Speed 32GT/s, Width x16\n\tLnkSta:\tSpeed 32GT/s, Width x16\n"
          "\tKernel driver in use: nvidia\n\n" % bus[5:]) for bus in buses)
-
-

@@ -48,8 +48,8 @@ def item_bytes(item):
 
 
 def manifest_entry(item, file_name, data):
-    entry = {key: item.get(key) for key in ("layer", "command", "status", "why", "rc", "duration_s", "cut",
-                                             "redacted", "stderr")}
+    keys = ("layer", "command", "status", "why", "rc", "duration_s", "cut", "redacted", "stderr")
+    entry = {key: item.get(key) for key in keys}
     entry["file"] = file_name if data is not None else None
     entry["size"] = len(data) if data is not None else 0
     entry["sha256"] = hashlib.sha256(data).hexdigest() if data is not None else None

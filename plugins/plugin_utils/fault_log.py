@@ -76,8 +76,8 @@ def symptom_lines(timeline, report):
     for (host, kind), items in _event_counts(timeline["events"]).items():
         first, last = items[0].get("time") or "time unknown", items[-1].get("time") or "time unknown"
         when = "at %s" % first if len(items) == 1 else "from %s to %s" % (first, last)
-        lines.append("- %s: %d %s %s, e.g. %s" % (md(host), len(items), KIND_WORDS.get(kind, kind), when,
-                                                 md(items[0]["summary"])))
+        lines.append("- %s: %d %s %s, e.g. %s" % (
+            md(host), len(items), KIND_WORDS.get(kind, kind), when, md(items[0]["summary"])))
     by_severity = report["summary"]["by_severity"]
     lines.append("- The audit of the same run: %s." % ", ".join(
         "%d %s" % (by_severity.get(severity, 0), severity) for severity in SEVERITIES))

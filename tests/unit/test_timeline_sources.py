@@ -10,16 +10,18 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.kernel impo
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.packages import dnf_events, dpkg_events
 
 HOST = "gpu-07"
+OOM_CONTEXT = ("2026-11-29T21:20:00.000000+00:00 gpu-07 kernel: oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),"
+               "cpuset=/,mems_allowed=0,oom_memcg=/system.slice/trainer.service,"
+               "task_memcg=/system.slice/trainer.service,task=python3,pid=4343,uid=0\n")
 KERNEL_LOG = """2026-11-29T21:13:50.120000+00:00 gpu-07 kernel: pcieport 0000:3a:00.0: AER: Corrected error received: 0000:3b:00.0
 2026-11-29T21:13:50.120100+00:00 gpu-07 kernel: nvidia 0000:3b:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)
 2026-11-29T21:14:07.500000+00:00 gpu-07 kernel: NVRM: GPU at PCI:0000:3b:00: GPU-1
 2026-11-29T21:14:07.500000+00:00 gpu-07 kernel: NVRM: Xid (PCI:0000:3b:00): 13, pid=4242, name=python3, Graphics Exception: ESR 0x405
 2026-11-29T21:20:00.000000+00:00 gpu-07 kernel: python3 invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0
-2026-11-29T21:20:00.000000+00:00 gpu-07 kernel: oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/system.slice/trainer.service,task_memcg=/system.slice/trainer.service,task=python3,pid=4343,uid=0
-2026-11-29T21:20:00.000000+00:00 gpu-07 kernel: Memory cgroup out of memory: Killed process 4343 (python3) total-vm:100kB, anon-rss:50kB
+{oom}2026-11-29T21:20:00.000000+00:00 gpu-07 kernel: Memory cgroup out of memory: Killed process 4343 (python3) total-vm:100kB, anon-rss:50kB
 2026-11-29T22:00:00.000000+00:00 gpu-07 kernel: NVRM: API mismatch: the client has the version 550.90.07, but
 2026-11-29T22:00:00.000000+00:00 gpu-07 kernel: NVRM: this kernel module has the version 550.54.15.  Please
-"""
+""".format(oom=OOM_CONTEXT)
 
 
 def test_kernel_events_carry_the_line_they_came_from_and_utc_times():
@@ -59,7 +61,7 @@ def test_journal_service_events_by_message_id_and_by_text():
         record(base, "trainer.service: A process of this unit has been killed by the OOM killer.", UNIT="trainer.service",
                _PID="1", MESSAGE_ID="fe6faa94e7774663a0da52717891d8ef"),
         record(base + 1, "trainer.service: Failed with result 'oom-kill'.", UNIT="trainer.service", _PID="1",
-               MESSAGE_ID="98e322203f7a4ed290d09fe03c09fe15", UNIT_RESULT="oom-kill"),
+               MESSAGE_ID="d9b373ed55a64feb8242e02dbe79a49c", UNIT_RESULT="oom-kill"),
         record(base + 2, "trainer.service: Scheduled restart job, restart counter is at 2.", UNIT="trainer.service",
                _PID="1"),
         record(base + 3, "Started trainer.service - Trainer.", UNIT="trainer.service", _PID="1"),

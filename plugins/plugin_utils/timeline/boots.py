@@ -45,7 +45,7 @@ def boot_events(text, host, file_name):
                                CLOCK, file_name, lines.index(previous[4]) + 1, previous[4], boot_id=previous[1]))
             summary = "host booted: boot %s (%d) began" % (boot_id[:8], index)
         else:
-            summary = "first boot in the journal: boot %s (%d) began" % (boot_id[:8], index)
+            summary = "host booted: boot %s (%d) began (the earliest boot the journal keeps)" % (boot_id[:8], index)
         found.append(event(first, host, "driver", SOURCE, "boot", summary, CLOCK, file_name, number, line,
                            boot_id=boot_id))
     return found

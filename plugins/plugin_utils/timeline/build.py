@@ -7,6 +7,8 @@ from the project's earlier runs, on one UTC time axis, with events close in time
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import functools
+
 from ansible_collections.gpufleet.core.plugins.plugin_utils.evidence_bundle import read_evidence_file
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.bmc import clock_offset, sel_events
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.boots import boot_events
@@ -56,41 +58,61 @@ def _kernel_source(manifest):
     return KERNEL_CLOCKS["dmesg" if command.startswith("dmesg") else "journalctl"], entries
 
 
-def host_events(run_dir, host, dir_name, manifest):
-    """(events, sources) of one host's bundle."""
-    read = lambda name: read_evidence_file(run_dir, dir_name, name)  # noqa: E731
-    now = (manifest.get("host_clock") or {}).get("now")
-    offset = (manifest.get("host_clock") or {}).get("utc_offset_seconds") or 0
-    events, sources = [], {}
-
+def _kernel(read, host, manifest, sources):
     clock, entries = _kernel_source(manifest)
     sources["kernel"], usable = _source_record(entries, clock)
-    for entry in usable:
-        events.extend(kernel_events(read(entry["file"]), host, entry["file"], clock, now=now))
+    now = (manifest.get("host_clock") or {}).get("now")
+    return [found for entry in usable for found in kernel_events(read(entry["file"]), host, entry["file"], clock, now=now)]
 
+
+def _journal(read, host, manifest, sources):
     sources["journal"], usable = _source_record(_files(manifest, "journal-"), "host clock, UTC (journal)")
     seen = set()
-    for entry in usable:
-        events.extend(journal_events(read(entry["file"]), host, entry["file"], seen))
+    return [found for entry in usable for found in journal_events(read(entry["file"]), host, entry["file"], seen)]
 
+
+def _bmc(read, host, manifest, sources):
+    now = (manifest.get("host_clock") or {}).get("now")
     sel_time = next((read(e["file"]) for e in _files(manifest, "ipmitool-sel-time") if e.get("status") == "ok"), None)
     sources["bmc"], usable = _source_record(_files(manifest, "ipmitool-sel-elist"), "BMC clock")
+    events = []
     for entry in usable:
         found = sel_events(read(entry["file"]), host, entry["file"], clock_offset(sel_time, now))
-        sources["bmc"]["clock"] = found[0]["clock"] if found else sources["bmc"]["clock"]
+        if found:
+            sources["bmc"]["clock"] = found[0]["clock"]
         events.extend(found)
+    return events
 
+
+def _packages(read, host, manifest, sources):
+    offset = (manifest.get("host_clock") or {}).get("utc_offset_seconds") or 0
     sources["packages"], usable = _source_record(_files(manifest, "dpkg.log") + _files(manifest, "dnf.rpm.log"),
                                                  "host local time (dpkg.log), with offset (dnf.rpm.log)")
+    events = []
     for entry in usable:
-        parse = dpkg_events if entry["file"].startswith("dpkg") else None
         text = read(entry["file"])
-        events.extend(parse(text, host, entry["file"], offset) if parse else dnf_events(text, host, entry["file"]))
+        if entry["file"].startswith("dpkg"):
+            events.extend(dpkg_events(text, host, entry["file"], offset))
+        else:
+            events.extend(dnf_events(text, host, entry["file"]))
+    return events
 
+
+def _boots(read, host, manifest, sources):
     sources["boots"], usable = _source_record(_files(manifest, "boots"), "host clock, UTC (journalctl --list-boots)")
-    for entry in usable:
-        events.extend(boot_events(read(entry["file"]), host, entry["file"]))
+    return [found for entry in usable for found in boot_events(read(entry["file"]), host, entry["file"])]
 
+
+SOURCE_READERS = (_kernel, _journal, _bmc, _packages, _boots)
+
+
+def host_events(run_dir, host, dir_name, manifest):
+    """(events, sources) of one host's bundle: the events inside the host's window, and per source the files
+    read, their clock, the number of events or why the source is missing."""
+    read = functools.partial(read_evidence_file, run_dir, dir_name)
+    events, sources = [], {}
+    for reader in SOURCE_READERS:
+        events.extend(reader(read, host, manifest, sources))
     window = manifest.get("window")
     kept = [item for item in events if in_window(item["epoch"], window)]
     for name, record in sources.items():

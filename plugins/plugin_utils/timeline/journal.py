@@ -22,8 +22,9 @@ MESSAGE_KINDS = {
     "9d1aaa27d60140bd96365438aad20286": "service_stop",
     "be02cf6855d2428ba40df7e9d022f03d": "service_failed",
     "5eb03494b6584870a536b337290809b3": "service_restart",
-    "d9b373ed55a64feb8242e02dbe79a49c": "service_exit",
-    "98e322203f7a4ed290d09fe03c09fe15": "service_result",
+    "98e322203f7a4ed290d09fe03c09fe15": "service_exit",
+    "d9b373ed55a64feb8242e02dbe79a49c": "service_result",
+    "7ad2d189f7e94e70a38c781354912448": "service_stop",
     "fe6faa94e7774663a0da52717891d8ef": "oom_kill",
 }
 # the same events by their text, for journals without message ids
