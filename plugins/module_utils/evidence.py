@@ -301,7 +301,7 @@ def collect_evidence(host, since=None, until=None, window_hours=DEFAULT_WINDOW_H
                      kernel_log_source="auto", kernel_log_files=(), dcgm_diag=False, bug_report=False,
                      workdir=None, timeout=120, command_timeout=30, max_file_bytes=DEFAULT_MAX_FILE_BYTES,
                      max_total_bytes=DEFAULT_MAX_TOTAL_BYTES):
-    """{"window", "host_clock", "units", "pid_units", "items"}; since/until in epoch seconds (default: the
+    """{"window", "host_clock", "units", "pid_units", "evidence"}; since/until in epoch seconds (default: the
     window_hours before the host's own now)."""
     now = host.now()
     until = now if until is None else until
@@ -323,7 +323,7 @@ def collect_evidence(host, since=None, until=None, window_hours=DEFAULT_WINDOW_H
         "kernel_log_source": kernel_log_source,
         "units": units,
         "pid_units": dict((str(pid), unit) for pid, unit in sorted(pid_units.items())),
-        "items": evidence.items,
+        "evidence": evidence.items,
     }
 
 

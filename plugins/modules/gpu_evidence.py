@@ -166,7 +166,7 @@ kernel_log_source:
   description: The kernel log source asked for.
   returned: always
   type: str
-items:
+evidence:
   description: One entry per piece of evidence.
   returned: always
   type: list
@@ -223,6 +223,7 @@ items:
 """
 
 import calendar
+import datetime
 import json
 import re
 import shutil
@@ -248,8 +249,9 @@ def parse_time(text):
     match = _ISO_RE.match(text)
     if match is None:
         raise ValueError("%r is not an ISO 8601 time (2026-11-30T06:00:00Z) or epoch seconds" % text)
-    year, month, day, hour, minute = (int(match.group(i)) for i in range(1, 6))
-    epoch = calendar.timegm((year, month, day, hour, minute, int(match.group(6) or 0), 0, 0, 0))
+    fields = [int(match.group(i)) for i in range(1, 6)] + [int(match.group(6) or 0)]
+    datetime.datetime(*fields)  # ValueError for a month 13 or a 31 November, which timegm would roll over
+    epoch = calendar.timegm(tuple(fields) + (0, 0, 0))
     zone = match.group(7)
     if zone and zone not in ("Z", "UTC"):
         sign = -1 if zone[0] == "-" else 1

@@ -72,7 +72,7 @@ def write_bundle(run_dir, host, dir_name, result, facts=None):
     """Writes evidence/<dir_name>/ and returns its manifest (also written as manifest.json)."""
     folder = os.path.join(run_dir, "evidence", dir_name)
     os.makedirs(folder, exist_ok=True)
-    if not result or result.get("failed") or result.get("unreachable") or "items" not in result:
+    if not result or result.get("failed") or result.get("unreachable") or "evidence" not in result:
         manifest = failed_collection_manifest(host, result)
         payloads = {}
     else:
@@ -96,7 +96,7 @@ def write_bundle(run_dir, host, dir_name, result, facts=None):
 
 def bundle_files(host, result):
     taken, payloads, files = set(), {}, []
-    for item in result["items"]:
+    for item in result["evidence"]:
         data = item_bytes(item)
         name = safe_item_name(item.get("name"), taken) if data is not None else None
         files.append(dict(manifest_entry(item, name, data), name=item.get("name")))

@@ -37,7 +37,7 @@ def fixture(**extra_commands):
 
 
 def items_by_name(result):
-    return {item["name"]: item for item in result["items"]}
+    return {item["name"]: item for item in result["evidence"]}
 
 
 def test_each_item_records_command_status_size_and_the_sha256_of_what_it_kept():
@@ -94,7 +94,7 @@ def test_a_log_over_the_cap_keeps_its_end_and_records_the_cut():
 
 
 def test_the_bundle_budget_cuts_later_items():
-    items = collect_evidence(ReplayHost(fixture()), max_total_bytes=80)["items"]
+    items = collect_evidence(ReplayHost(fixture()), max_total_bytes=80)["evidence"]
     kept = sum(item["size"] for item in items)
     assert kept <= 80
     cut = [item for item in items if item.get("cut")]

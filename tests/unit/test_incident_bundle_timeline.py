@@ -46,7 +46,7 @@ def evidence_result():
         "window": {"since": SINCE, "until": UNTIL},
         "host_clock": {"now": UNTIL, "utc_offset_seconds": 0},
         "kernel_log_source": "auto", "units": ["trainer.service"], "pid_units": {"4242": "trainer.service"},
-        "items": [
+        "evidence": [
             item("kernel.log", kernel, command="journalctl _TRANSPORT=kernel"),
             item("journal-services.json", journal, layer="workload"),
             item("ipmitool-sel-elist.txt", sel),
@@ -85,7 +85,7 @@ def test_bundle_writes_every_file_a_manifest_and_one_archive(tmp_path):
 
 def test_bundle_of_damaged_transfer_and_of_a_host_without_evidence(tmp_path):
     result = evidence_result()
-    result["items"][0]["sha256"] = "0" * 64
+    result["evidence"][0]["sha256"] = "0" * 64
     manifest = write_bundle(str(tmp_path), HOST, HOST, result)
     assert manifest["files"][0]["status"] == "failed" and "damaged in transfer" in manifest["files"][0]["why"]
     unreachable = write_bundle(str(tmp_path), "gpu-08", "gpu-08", {"unreachable": True, "msg": "ssh: timed out"})
