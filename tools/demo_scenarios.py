@@ -723,6 +723,17 @@ def host_a100_migpending_09():
                 description="MIG enabled on GPUs 4-7 but pending a GPU reset; GPUs 0-3 run 2x 3g.40gb")
 
 
+OOM_KILL_LINES = [
+    ("2026-11-30T03:41:12", "python invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0"),
+    ("2026-11-30T03:41:12", "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0-1,"
+                            "oom_memcg=/system.slice/inference.service,task_memcg=/system.slice/inference.service,"
+                            "task=python,pid=31007,uid=1001"),
+    ("2026-11-30T03:41:12", "Memory cgroup out of memory: Killed process 31007 (python) total-vm:60342100kB, "
+                            "anon-rss:24876012kB, file-rss:512000kB, shmem-rss:0kB, UID:1001 pgtables:50212kB "
+                            "oom_score_adj:0"),
+]
+
+
 def host_l40s_crowded_10():
     name = "gpu-l40s-crowded-10"
     scenario = identify(node(l40s_gpu, 4, "550.127.05"), name, "132452310")
@@ -736,6 +747,8 @@ def host_l40s_crowded_10():
     host = gpu_host(name, scenario)
     host.container_toolkit("1.16.2", containerd_config=CONTAINERD_WITH_NVIDIA).cuda_toolkits("12.4.1")
     host.gpu_processes(scenario, "python")
+    # a 13th worker, started before the others, ran the service's cgroup out of memory (tools/demo_evidence.py)
+    host.kernel_log(*OOM_KILL_LINES)
     return dict(name=name, group="inference", source="nvml", nvml=scenario, host=host.to_dict(),
                 description="4x L40S; GPU 0 shared by 12 Python workers using 45072 of 46068 MiB")
 

@@ -25,9 +25,11 @@ for _path in (HERE, ROOT, os.path.join(ROOT, "collections")):
 
 import pynvml  # noqa: E402  pylint: disable=wrong-import-position
 
+import demo_evidence  # noqa: E402  pylint: disable=wrong-import-position
 import demo_scenarios  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.gpufleet.core.plugins.module_utils.collector import Collection  # noqa: E402
-from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.module_utils.evidence import collect_evidence  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.module_utils.host_io import RecordingHost, ReplayHost  # noqa: E402
 from simulator.nvml_sim import SimulatedNvmlLibrary  # noqa: E402
 
 FIXTURES = os.path.join(ROOT, "inventories", "demo", "fixtures")
@@ -65,9 +67,25 @@ def record(spec):
         collection = Collection(source="auto", gather_subset=DEMO_SUBSETS, record=True, scrub=False, host=host,
                                 nvml_library=SimulatedNvmlLibrary(spec["nvml"]), pynvml=pynvml)
     with known_error_strings():
-        _facts, document = collection.run()
+        facts, document = collection.run()
     document["recorded_at"] = demo_scenarios.RECORDED_AT
+    record_evidence(spec, facts, document)
     return document
+
+
+def record_evidence(spec, facts, document):
+    """For a host with an incident story (tools/demo_evidence.py), what the real evidence collector asks for, as
+    incident.yml asks it (no policy services in the demo; the GPU processes of the facts; the default window),
+    added to the fixture's host part. Only answered calls are kept: the rest replays as not recorded."""
+    story = demo_evidence.STORIES.get(spec["name"])
+    if story is None:
+        return
+    recorder = RecordingHost(demo_evidence.IncidentHost(ReplayHost(document["host"]), story, facts))
+    collect_evidence(recorder, pids=demo_evidence.gpu_pids(facts))
+    host = document["host"]
+    host["bins"].update((name, path) for name, path in recorder.bins.items() if path)
+    host["files"].update((path, text) for path, text in recorder.files.items() if text is not None)
+    host["commands"].update((key, result) for key, result in recorder.commands.items() if not result["missing"])
 
 
 def to_json(value, depth=0):

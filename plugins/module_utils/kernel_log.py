@@ -684,3 +684,13 @@ def _read_kernel_log(host, facts, bounds, source, files, window_hours, timeout):
 def _stream(bounds, events):
     for kind, event in events:
         bounds.add(kind, event)
+
+
+def line_time(line, now=None, boot_time=None):
+    """(epoch or None, time text or None) of one log line in any format parse_kernel_log reads; the text is
+    UTC ISO 8601 when the epoch is known (local times are read in the time zone of the process)."""
+    if not line:
+        return None, None
+    clock = _Clock(time.time() if now is None else now, boot_time)
+    epoch, text, _kmsg = _line_time(line, clock)
+    return epoch, text

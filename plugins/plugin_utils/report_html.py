@@ -20,6 +20,7 @@ import html
 import json
 
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYER_ORDER, LAYERS, SEVERITIES
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_html_timeline import timeline_section
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import HOST_STATUSES, REPORT_VERSION
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_text, visible_json_strings
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_history import html_section as changes_html
@@ -592,7 +593,8 @@ def table_section(report):
             number(len(report["findings"])), number(len(report["hosts"])), filters, head))
 
 
-def render_html(report):
+def render_html(report, timeline=None):
+    """timeline: an incident's timeline (timeline.json), shown after the likely causes."""
     title = "gpufleet audit %s" % (report["run"].get("id") or "")
     body = "".join([
         page_header(report),
@@ -601,6 +603,7 @@ def render_html(report):
         changes_html(report, esc),
         summary_section(report),
         causes_section(report),
+        timeline_section(timeline) if timeline is not None else "",
         problem_hosts_section(report),
         table_section(report),
         '<footer>gpufleet report version %s</footer>' % esc(report.get("report_version", REPORT_VERSION)),

@@ -1,0 +1,52 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpufleet.core.incident_report: the controller's half of an incident (docs: plugins/modules/incident_report.py)."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import collections
+import os
+
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.gpufleet.core.plugins.action.audit_report import registered_results
+from ansible_collections.gpufleet.core.plugins.modules.incident_report import ARGUMENT_SPEC
+from ansible_collections.gpufleet.core.plugins.plugin_utils.incident_run import run_incident
+
+display = Display()
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super(ActionModule, self).run(tmp, task_vars)
+        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        hostvars = task_vars["hostvars"]
+        marker = args["run_marker"]
+        evidence = registered_results(hostvars, args["hosts"], args["evidence_var"], args["run_marker_var"], marker)
+        facts = registered_results(hostvars, args["hosts"], args["facts_var"], args["run_marker_var"], marker)
+        try:
+            written = run_incident(args["run_dir"], args["report_root"], evidence, facts)
+        except (OSError, ValueError, KeyError) as exc:
+            result.update(failed=True, msg="incident_report: %s" % exc)
+            return result
+        summary = {}
+        for host, (folder, manifest) in written["bundles"].items():
+            counts = collections.Counter(entry["status"] for entry in manifest.get("files") or ())
+            summary[host] = {"folder": "evidence/%s" % folder, "archive": manifest.get("archive"),
+                             "status": manifest.get("status"), "by_status": dict(counts)}
+        timeline = written["timeline"]
+        display.display("incident: %d events on the timeline, %d pairs close in time; %s" % (
+            len(timeline["events"]), len(timeline["correlations"]), ", ".join(
+                os.path.basename(path) for path in written["files"])))
+        result.update(changed=False, files=written["files"], evidence=summary, events=len(timeline["events"]),
+                      correlations=len(timeline["correlations"]),
+                      msg="incident evidence, timeline.json and fault-log.md in %s" % args["run_dir"])
+        return result

@@ -1,0 +1,120 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: incident_report
+short_description: Write an incident's evidence bundles, timeline and fault log into the audit's run folder
+version_added: 1.1.0
+description:
+  - Runs on the controller after M(gpufleet.core.audit_report) wrote the audit of the same run (C(incident.yml)).
+  - For each host, writes C(evidence/<host>/) from its M(gpufleet.core.gpu_evidence) result - every file, the
+    host's facts, C(manifest.json) (command, exit status, duration, size and sha256 of each file; what is missing
+    and why) and C(evidence-<host>.tar.gz) holding them all. A host whose evidence could not be collected gets a
+    manifest that says why.
+  - Writes C(timeline.json) (every event of the window of every host on one UTC time axis, with host, GPU, layer,
+    source, the line it came from and the events close in time across sources), C(fault-log.md) (the method's
+    template, filled in as far as the evidence goes) and C(report.html) again with the timeline view.
+  - The project's earlier runs come from the run folders under O(report_root).
+  - This is an action plugin; it runs on the controller only.
+author:
+  - gpufleet contributors (!UNKNOWN)
+options:
+  hosts:
+    description: The incident's hosts.
+    type: list
+    elements: str
+    required: true
+  run_dir:
+    description: The run folder of the audit (C(report_dir) of M(gpufleet.core.audit_report)).
+    type: path
+    required: true
+  report_root:
+    description: The folder that holds the run folders (earlier runs for the timeline).
+    type: path
+    required: true
+  evidence_var:
+    description: Name of each host's registered M(gpufleet.core.gpu_evidence) result.
+    type: str
+    default: gpufleet_evidence
+  facts_var:
+    description: Name of each host's registered M(gpufleet.core.gpu_facts) result.
+    type: str
+    default: gpufleet_collect
+  run_marker_var:
+    description: Host variable that names the run a host's results belong to (older results are not used).
+    type: str
+    default: gpufleet_collect_run
+  run_marker:
+    description: The value of O(run_marker_var) of the hosts of this run (the proposed run folder).
+    type: str
+    required: true
+attributes:
+  check_mode:
+    description: Writes the same files in check mode; it changes no host.
+    support: full
+seealso:
+  - module: gpufleet.core.gpu_evidence
+  - module: gpufleet.core.audit_report
+"""
+
+EXAMPLES = r"""
+- name: Keep the evidence, timeline and fault log
+  gpufleet.core.incident_report:
+    hosts: "{{ ansible_play_hosts_all }}"
+    run_dir: "{{ gpufleet_audit.report_dir }}"
+    report_root: "{{ gpufleet_report_root }}"
+    run_marker: "{{ hostvars['localhost'].gpufleet_run_dir }}"
+  delegate_to: localhost
+  run_once: true
+"""
+
+RETURN = r"""
+files:
+  description: The files written (timeline.json, fault-log.md, report.html).
+  returned: success
+  type: list
+  elements: str
+evidence:
+  description: Per host, the evidence folder, the archive and the number of files by status.
+  returned: success
+  type: dict
+  sample: {"gpu-01": {"folder": "evidence/gpu-01", "archive": "evidence-gpu-01.tar.gz",
+           "by_status": {"ok": 9, "missing": 4}}}
+events:
+  description: Number of events on the timeline.
+  returned: success
+  type: int
+correlations:
+  description: Number of pairs of events marked close in time.
+  returned: success
+  type: int
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+# Also the action plugin's argument spec: one definition for both.
+ARGUMENT_SPEC = {
+    "hosts": {"type": "list", "elements": "str", "required": True},
+    "run_dir": {"type": "path", "required": True},
+    "report_root": {"type": "path", "required": True},
+    "evidence_var": {"type": "str", "default": "gpufleet_evidence"},
+    "facts_var": {"type": "str", "default": "gpufleet_collect"},
+    "run_marker_var": {"type": "str", "default": "gpufleet_collect_run"},
+    "run_marker": {"type": "str", "required": True},
+}
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    module.fail_json(msg="gpufleet.core.incident_report runs on the controller as an action plugin; "
+                         "it cannot run as a module on a host")
+
+
+if __name__ == "__main__":
+    main()

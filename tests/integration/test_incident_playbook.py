@@ -1,0 +1,123 @@
+"""incident.yml on demo hosts, as a user runs it in a fresh clone: `ansible-playbook incident.yml -l HOST`
+writes evidence/<host>/ with its manifest and archive, timeline.json, fault-log.md and the HTML timeline,
+under reports/latest/, from the recorded fixtures alone (no root, no GPU)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+
+
+def fresh_clone(target):
+    """What a clone of this checkout holds: the tracked files and the new ones git does not ignore."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source, copy = os.path.join(ROOT, name), os.path.join(target, name)
+        if not os.path.lexists(source):
+            continue
+        os.makedirs(os.path.dirname(copy), exist_ok=True)
+        if os.path.islink(source):
+            os.symlink(os.readlink(source), copy)
+        else:
+            shutil.copy2(source, copy)
+    return target
+
+
+def run_incident(clone, *arguments):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(clone, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    env.pop("ANSIBLE_COLLECTIONS_PATH", None)
+    return subprocess.run([PLAYBOOK_BIN, "incident.yml"] + list(arguments), cwd=clone, env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+
+
+@pytest.fixture(scope="module")
+def xid79_incident(tmp_path_factory):
+    clone = fresh_clone(str(tmp_path_factory.mktemp("clone")))
+    result = run_incident(clone, "-l", "gpu-h100-xid79-02")
+    return os.path.join(clone, "reports", "latest"), result
+
+
+def read_json(path):
+    with open(path) as stream:
+        return json.load(stream)
+
+
+def test_incident_on_a_demo_host_writes_bundle_timeline_and_fault_log_under_latest(xid79_incident):
+    latest, result = xid79_incident
+    # the demo host has a critical finding (its GPU fell off the bus): exit status 2, after every file is written
+    assert result.returncode == 2, result.stdout[-3000:] + result.stderr[-3000:]
+    assert os.path.islink(latest) and os.readlink(latest).endswith("-incident")
+    for name in ("report.json", "report.html", "timeline.json", "fault-log.md", "facts/gpu-h100-xid79-02.json"):
+        assert os.path.getsize(os.path.join(latest, name)) > 0, name
+    assert read_json(os.path.join(latest, "report.json"))["run"]["status"] == "complete"
+
+
+def test_the_bundle_has_its_manifest_its_archive_and_records_what_is_missing(xid79_incident):
+    folder = os.path.join(xid79_incident[0], "evidence", "gpu-h100-xid79-02")
+    manifest = read_json(os.path.join(folder, "manifest.json"))
+    files = {entry["name"]: entry for entry in manifest["files"] if entry.get("name")}
+    assert files["ipmitool-sel-elist.txt"]["status"] == "ok"
+    assert files["kernel.log"]["command"].startswith("journalctl _TRANSPORT=kernel -o short-iso-precise --utc")
+    # nvidia-smi cannot reach the lost GPU: kept with its exit status and why
+    assert files["nvidia-smi-q.txt"]["status"] == "failed" and files["nvidia-smi-q.txt"]["rc"] == 15
+    assert "Unable to determine the device handle" in files["nvidia-smi-q.txt"]["why"]
+    assert files["dnf.rpm.log"] == dict(files["dnf.rpm.log"], status="missing", file=None,
+                                        why="/var/log/dnf.rpm.log is absent or not readable")
+    assert files["dcgmi-diag.txt"]["why"] == "off (dcgm_diag: false)"
+    for entry in manifest["files"]:
+        assert entry["status"] in ("ok", "failed", "missing", "skipped", "timed_out")
+        assert entry["status"] == "ok" or entry["why"], entry
+    with tarfile.open(os.path.join(folder, manifest["archive"])) as archive:
+        names = archive.getnames()
+    assert "gpu-h100-xid79-02/manifest.json" in names and "gpu-h100-xid79-02/facts.json" in names
+    assert "gpu-h100-xid79-02/ipmitool-sel-elist.txt" in names
+
+
+def test_the_timeline_has_the_power_event_before_the_xid_and_marks_them_close(xid79_incident):
+    timeline = read_json(os.path.join(xid79_incident[0], "timeline.json"))
+    order = [(event["time"], event["kind"]) for event in timeline["events"]]
+    assert order[:4] == [("2026-11-29T21:13:58Z", "bmc_event"), ("2026-11-29T21:13:58Z", "bmc_event"),
+                         ("2026-11-29T21:14:07Z", "xid"), ("2026-11-29T21:14:07Z", "fallen_off_bus")]
+    power, xid = timeline["events"][0], timeline["events"][2]
+    assert "Power Supply AC lost" in power["summary"] and xid["gpu"] == "0000:ab:00.0"
+    assert xid["id"] in power["related"]
+    assert xid["evidence"] == {"file": "kernel.log", "line": 5}
+    assert timeline["window"]["since"] == "2026-11-29T06:00:00Z"
+    assert timeline["window"]["until"] == "2026-11-30T06:00:00Z"
+
+
+def test_the_fault_log_and_the_html_timeline(xid79_incident):
+    latest = xid79_incident[0]
+    with open(os.path.join(latest, "fault-log.md")) as stream:
+        text = stream.read()
+    assert "**A BMC event seconds before a GPU fell off the bus** (hardware, from the timeline)" in text
+    assert "## Regression test after the fix" in text
+    with open(os.path.join(latest, "report.html")) as stream:
+        page = stream.read()
+    assert '<section id="timeline">' in page and "Power Supply AC lost" in page
+    assert "http://" not in page and "https://" not in page
+
+
+def test_an_oom_killed_and_restarted_service_with_its_own_window(tmp_path):
+    clone = fresh_clone(str(tmp_path / "clone"))
+    result = run_incident(clone, "-l", "gpu-l40s-crowded-10", "-e", "gpufleet_incident_since=2026-11-30T03:00:00Z",
+                          "-e", "gpufleet_incident_until=2026-11-30T06:00:00Z")
+    assert result.returncode == 2, result.stdout[-3000:] + result.stderr[-3000:]
+    latest = os.path.join(clone, "reports", "latest")
+    timeline = read_json(os.path.join(latest, "timeline.json"))
+    assert timeline["window"]["since"] == "2026-11-30T03:00:00Z"
+    kinds = [event["kind"] for event in timeline["events"] if event["host"] == "gpu-l40s-crowded-10"]
+    assert "oom_kill" in kinds and "service_restart" in kinds and "package_install" not in kinds
+    assert kinds.index("oom_kill") < kinds.index("service_restart")
+    manifest = read_json(os.path.join(latest, "evidence", "gpu-l40s-crowded-10", "manifest.json"))
+    files = {entry["name"]: entry for entry in manifest["files"] if entry.get("name")}
+    assert "--since=@1796007600 --until=@1796018400" in files["kernel.log"]["command"]
+    assert files["ipmitool-sel-elist.txt"]["why"] == "ipmitool is not installed (not found on PATH or in sbin)"
