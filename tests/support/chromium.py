@@ -3,6 +3,7 @@ the DOM it dumps."""
 
 import html.parser
 import shutil
+import subprocess
 
 import pytest
 
@@ -63,3 +64,9 @@ class Dom(html.parser.HTMLParser):
     def column(self, position):
         """Text of one column over the rendered rows (0 severity, 2 host, 5 rule)."""
         return ["".join(cells[position]).strip() for cells in self.rows]
+
+
+def start_chromium(page, fragment, profile):
+    url = "file://%s%s" % (page, fragment)
+    return subprocess.Popen([chromium()] + FLAGS + ["--user-data-dir=" + profile, url],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

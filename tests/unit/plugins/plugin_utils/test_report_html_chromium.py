@@ -6,21 +6,14 @@ fails these tests instead of skipping them.
 """
 
 import os
-import subprocess
 import tempfile
 
 import pytest
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_html import render_html
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report
-from tests.support.chromium import FLAGS, Dom, chromium
+from tests.support.chromium import Dom, start_chromium
 from tests.support.report_inputs import HOSTILE_HOST, HOSTILE_PROCESS, hostile_inputs, large_inputs
-
-def start_chromium(page, fragment, profile):
-    url = "file://%s%s" % (page, fragment)
-    return subprocess.Popen([chromium()] + FLAGS + ["--user-data-dir=" + profile, url],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
 
 @pytest.fixture(scope="module")
 def doms():

@@ -12,7 +12,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.build import mark_close
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.events import epoch_of_iso, event
 from tests.support.report_inputs import hostile_inputs
-from tests.unit.test_report_html_chromium import Dom, start_chromium
+from tests.support.chromium import Dom, start_chromium
 
 HOSTILE = '<img src=x onerror="document.documentElement.dataset.pwned=1"></script><b>'
 
