@@ -17,7 +17,7 @@ description:
     clocks, throttle reasons, ECC counts) with C(nvidia-smi -q -x) and the host's CPU, I/O and memory pressure
     (C(/proc/pressure)) every O(interval) seconds, reads the kernel log written meanwhile, and stops the load's
     whole process group at the end.
-  - The load is bounded on the host by itself: it runs under coreutils C(timeout) with a hard limit of
+  - The load is bounded on the host by itself. It runs under coreutils C(timeout) with a hard limit of
     O(duration) + O(warmup) + a few seconds, in a process group of its own that the module kills at the end, so a
     lost connection or an interrupted play cannot leave it running. O(state=stopped) stops what an interrupted
     run left behind.

@@ -230,9 +230,12 @@ def _exit_reasons(summary, service_mode):
     return []
 
 
-def _request_reasons(summary, limits, baseline):
+def _request_reasons(summary, limits, baseline, service_mode):
     stats = summary["requests"] or {}
     reasons = []
+    if not service_mode and not stats.get("records"):
+        reasons.append(_reason("errors", "the load command printed no result line after its warm-up "
+                                         "(docs/loadstep.md, the load command)"))
     if stats.get("error_pct") is not None and stats["error_pct"] > limits["error_pct"]:
         reasons.append(_reason("errors", "%s%% of %d requests failed (limit %s%%)" % (
             stats["error_pct"], stats["requests"], limits["error_pct"])))
@@ -263,7 +266,7 @@ def judge_step(summary, limits, idle=None, baseline=None, knowledge=None, margin
         reasons += _temperature_reasons(summary, limits, margin_c)
         reasons += _headroom_reasons(summary, limits)
         reasons += _exit_reasons(summary, service_mode)
-        reasons += _request_reasons(summary, limits, baseline)
+        reasons += _request_reasons(summary, limits, baseline, service_mode)
     reasons.sort(key=lambda item: REASON_ORDER.index(item["reason"]))
     first = reasons[0] if reasons else {}
     return {"broke": bool(reasons), "reason": first.get("reason"), "layer": first.get("layer"),

@@ -28,7 +28,7 @@ def host_state(fleet, host):
     """What must be the same before and after: the GPU processes, the service's state, leftover load records."""
     shown = fleet.ssh(host, "nvidia-smi --query-compute-apps=pid --format=csv,noheader; echo --; "
                             "systemctl is-active %s; echo --; ls /run/gpufleet-loadstep 2>/dev/null; "
-                            "pgrep -f gpu-worker | wc -l" % SERVICE).stdout
+                            "pgrep -fc '[g]pu-(worker|load)'" % SERVICE).stdout
     return shown
 
 
@@ -81,7 +81,7 @@ def test_a_power_cap_throttle_breaks_at_4_workers_in_the_hardware_layer(loadstep
     assert (entry["broke"]["concurrency"], entry["broke"]["reason"], entry["broke"]["layer"]) == (4, "throttle",
                                                                                                   "hardware")
     broke = entry["steps"][-1]
-    assert broke["gpus"][0]["throttle_reasons"] == ["sw_power_cap"]
+    assert "sw_power_cap" in broke["gpus"][0]["throttle_reasons"]
     assert broke["gpus"][0]["power_peak_w"] >= 250
     assert entry["idle"]["gpus"][0]["throttle_reasons"] == ["gpu_idle"]
     baseline = entry["steps"][0]["requests"]

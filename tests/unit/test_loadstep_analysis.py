@@ -21,9 +21,11 @@ def gpu(used, procs=(), temp=40, power=70, reasons=("gpu_idle",), ecc_unc=0, ind
             "processes": [{"pid": pid, "name": "worker", "used_mib": mib} for pid, mib in procs]}
 
 
-def measurement(workers, mem=6000, seconds=10, records=(), stderr="", rc=None, ended="stopped", early=None,
+def measurement(workers, mem=6000, seconds=10, records=None, stderr="", rc=None, ended="stopped", early=None,
                 reasons=("gpu_idle",), power=70, xids=(), ecc_unc_end=0):
     procs = [(1000 + n, mem) for n in range(workers)]
+    if records is None:
+        records = [[2.0, True, 10.0, None, 1], [3.0, True, 12.0, None, 1]] if workers else []
     used = 500 + mem * workers
     samples = [{"t": float(t), "gpus": [gpu(used if workers else 500, procs, power=power,
                                             reasons=reasons if workers else ("gpu_idle",),
@@ -149,6 +151,13 @@ def test_errors_and_latency_limits():
     failing = summary(measurement(4, records=records([10] * 10, errors=1)), 3, 4)
     assert loadstep.judge_step(failing, definition(error_pct=5)["limits"])["reason"] == "errors"
     assert not loadstep.judge_step(failing, definition(error_pct=10)["limits"])["broke"]
+
+
+def test_a_load_command_that_prints_nothing_breaks_a_service_need_not_print():
+    silent = summary(measurement(2, rc=0, ended="exited", records=()), 2, 2)
+    verdict = loadstep.judge_step(silent, definition()["limits"])
+    assert verdict["reason"] == "errors" and "printed no result line" in verdict["detail"]
+    assert not loadstep.judge_step(silent, definition()["limits"], service_mode=True)["broke"]
 
 
 def test_temperature_limit_defaults_to_slowdown_less_the_margin():
