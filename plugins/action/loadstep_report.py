@@ -60,6 +60,8 @@ def brief(entry):
 def summary_line(host, entry):
     if entry.get("refusals"):
         return "%s: refused: %s" % (host, "; ".join(entry["refusals"]))
+    if entry["status"] == "planned":
+        return "%s %s: planned only (check mode), %d steps" % (host, entry["service"], len(entry["planned_steps"]))
     broke, suggestion = entry["broke"], entry["suggestion"]
     text = "%s %s: %s" % (host, entry["service"], entry["status"])
     text += ("; broke at step %s (%s in flight): %s, layer %s" % (broke["step"], broke["concurrency"], broke["detail"],

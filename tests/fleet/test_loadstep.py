@@ -116,9 +116,10 @@ def test_a_second_run_after_a_fix_is_compared_with_the_first(fleet, loadstep_run
     fleet.ssh("fleet-01", "mkdir -p %s && printf '[Service]\\nEnvironment=MEM_PER_WORKER_MIB=7000\\n' > %s && "
                           "systemctl daemon-reload" % (os.path.dirname(FIX), FIX), check=True)
     try:
+        # steps 4 and 8 only (an override, checked like the policy): the ones that tell the fix apart
         run = fleet.playbook("loadstep.yml", limit="fleet-01",
-                             extra_vars={"gpufleet_load_service": SERVICE,
-                                         "gpufleet_report_dir": loadstep_run.report_dir})
+                             extra_vars={"gpufleet_load_service": SERVICE, "gpufleet_report_dir": loadstep_run.report_dir,
+                                         "gpufleet_load_overrides": {"steps": [4, 8]}})
         assert run.rc == 0, run.output()
         _path, document = loadstep_document(loadstep_run.report_dir)
     finally:
@@ -129,4 +130,22 @@ def test_a_second_run_after_a_fix_is_compared_with_the_first(fleet, loadstep_run
     assert comparison["verdict"] == "improved"
     assert (comparison["held_before"], comparison["held_now"]) == (4, 8)
     assert comparison["previous_run"] == os.path.dirname(loadstep_run.path)
-    assert [item["memory_change_mib"] for item in comparison["steps"][:3]] == [-5000, -10000, -20000]
+    assert [item["concurrency"] for item in comparison["steps"]] == [4, 8]
+    assert comparison["steps"][0]["memory_change_mib"] == -20000
+    assert comparison["steps"][1]["broke_before"] and not comparison["steps"][1]["broke_now"]
+
+
+def test_check_mode_prints_the_plan_and_starts_nothing(fleet, loadstep_run):
+    run = fleet.playbook("loadstep.yml", limit="fleet-01", check=True,
+                         extra_vars={"gpufleet_load_service": SERVICE, "gpufleet_report_dir": loadstep_run.report_dir})
+    assert run.rc == 0, run.output()
+    plan = run.result("fleet-01", "Show the plan")["msg"]
+    assert plan[1:] == ["step 0: the idle host for 2s", "step 1: concurrency 1 for 2s after 1s of warm-up",
+                        "step 2: concurrency 2 for 2s after 1s of warm-up",
+                        "step 3: concurrency 4 for 2s after 1s of warm-up",
+                        "step 4: concurrency 8 for 2s after 1s of warm-up",
+                        "stops at the first step that breaks; at most 89s in all (load.total_timeout_sec 300)"]
+    assert run.result("fleet-01", "Step 0, the idle host")["_event"] == "skipped"
+    assert run.result("fleet-01", "Analyse the steps and write loadstep.json and loadstep.html")["runs"][
+        "fleet-01"]["status"] == "planned"
+    assert len(glob.glob(os.path.join(loadstep_run.report_dir, "*-loadstep", "loadstep.json"))) == 2
