@@ -91,7 +91,6 @@ ARGUMENT_SPEC = dict(
 )
 
 
-
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     module.fail_json(msg="gpufleet.core.loadstep_report runs on the controller as an action plugin; "

@@ -131,4 +131,3 @@ def describe(plan_):
     lines.append("stops at the first step that breaks; at most %ds in all (load.total_timeout_sec %d)" % (
         plan_["planned_seconds"], definition["total_timeout_sec"]))
     return lines
-

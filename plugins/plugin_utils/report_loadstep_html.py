@@ -101,8 +101,8 @@ def verdict_block(run):
     else:
         parts.append('<div class="verdict held">No step broke.</div>')
     if held:
-        parts.append("<p>Largest step that held: step %s, %s in flight.</p>" % (esc(held["step"]),
-                                                                              esc(held["concurrency"])))
+        parts.append("<p>Largest step that held: step %s, %s in flight.</p>"
+                     % (esc(held["step"]), esc(held["concurrency"])))
     if suggestion:
         parts.append("<p>Suggested worker cap: <b>workers_per_gpu: %s</b> (%s). Policy fragment for "
                      "<code>worker_limits</code>:</p><pre>%s</pre>" % (
@@ -137,8 +137,8 @@ def comparison_block(run):
 
 def run_section(run):
     return "\n".join([
-        '<section class="loadstep-run"><h3>%s - %s (%s, %s)</h3>' % (esc(run["host"]), esc(run["service"]),
-                                                                    esc(run["mode"]), esc(run["status"])),
+        '<section class="loadstep-run"><h3>%s - %s (%s, %s)</h3>'
+        % (esc(run["host"]), esc(run["service"]), esc(run["mode"]), esc(run["status"])),
         verdict_block(run), "<h4>Steps</h4>", steps_table(run), "<h4>GPUs</h4>", gpu_table(run),
         "<h4>GPU processes</h4>", process_table(run), "<h4>Against the previous run</h4>", comparison_block(run),
         "<p>Host left as it was: %s</p>" % esc(json.dumps(run.get("host_restored"), sort_keys=True)),

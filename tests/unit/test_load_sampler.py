@@ -64,8 +64,8 @@ def test_a_load_command_gets_its_concurrency_and_seconds():
 
 def test_records_of_the_contract():
     assert load_sampler.parse_record('{"ok": true, "latency_ms": 12.5}', 3.21) == [3.21, True, 12.5, None, 1]
-    assert load_sampler.parse_record('{"ok": false, "error": "HTTP 503", "count": 7}', 1) == [1, False, None,
-                                                                                             "HTTP 503", 7]
+    failed = load_sampler.parse_record('{"ok": false, "error": "HTTP 503", "count": 7}', 1)
+    assert failed == [1, False, None, "HTTP 503", 7]
     assert load_sampler.parse_record('{"ok": true, "latency_ms": -1, "count": true}', 0)[2:] == [None, None, 1]
     for line in ("not json", '{"latency_ms": 3}', '{"ok": "yes"}', "[1, 2]"):
         assert load_sampler.parse_record(line, 0) is None
@@ -74,8 +74,8 @@ def test_records_of_the_contract():
 def test_pressure_from_proc():
     texts = {"/proc/pressure/cpu": "some avg10=12.50 avg60=3.00 avg300=1.00 total=1\nfull avg10=0.00 avg60=0 total=0\n",
              "/proc/pressure/io": "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"}
-    assert load_sampler.read_pressure(texts.get) == {"cpu_some_avg10": 12.5, "io_some_avg10": 0.0,
-                                                    "memory_some_avg10": None}
+    expected = {"cpu_some_avg10": 12.5, "io_some_avg10": 0.0, "memory_some_avg10": None}
+    assert load_sampler.read_pressure(texts.get) == expected
 
 
 # --- whole steps on the simulated stack ----------------------------------------------------------------------
