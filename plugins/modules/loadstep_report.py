@@ -67,12 +67,12 @@ RETURN = r"""
 report_dir:
   description: The run folder written.
   returned: unless in check mode
-  type: path
+  type: str
 files:
   description: The files written.
   returned: unless in check mode
   type: list
-  elements: path
+  elements: str
 runs:
   description: Per host - status, broke ({step, concurrency, reason, layer, detail} or null), held, suggestion and
     the comparison's verdict.

@@ -43,7 +43,7 @@ def measurement(workers, mem=6000, seconds=10, records=None, stderr="", rc=None,
 def records(latencies, warmup_latency=1000.0, errors=0):
     out = [[0.5, True, warmup_latency, None, 1]]  # inside the warm-up: not judged
     out += [[2.0 + n * 0.01, True, float(value), None, 1] for n, value in enumerate(latencies)]
-    out += [[3.0, False, None, "HTTP 503", 1] for _ in range(errors)]
+    out += [[3.0, False, None, "HTTP 503", 1]] * errors
     return out
 
 

@@ -41,7 +41,12 @@ def main():
     base = float(os.environ.get("BASE_LATENCY_MS", "20"))
     environment = dict(os.environ, WORKERS=str(concurrency))
     worker = subprocess.Popen([os.environ.get("GPU_WORKER", WORKER)], env=environment, stderr=subprocess.PIPE)
-    signal.signal(signal.SIGTERM, lambda _signum, _frame: (worker.terminate(), sys.exit(0)))
+
+    def stop(_signum, _frame):
+        worker.terminate()
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
     end = time.monotonic() + seconds
     tick = 0
     time.sleep(0.3)  # the workers register
