@@ -41,7 +41,7 @@ def _row_cells(step):
     power = [gpu["power_peak_w"] for gpu in gpus if gpu.get("power_peak_w") is not None]
     reasons = sorted(set(reason for gpu in gpus for reason in gpu.get("throttle_reasons") or []))
     verdict = step["verdict"]
-    errors = None if not stats else "%s of %s" % (stats.get("errors"), stats.get("requests"))
+    errors = "%s of %s" % (stats["errors"], stats["requests"]) if stats.get("records") else None
     return [_cell(step["step"]), _cell(step["concurrency"]), _cell(stats.get("throughput_rps")),
             _cell(stats.get("p50_ms")), _cell(stats.get("p95_ms")), _cell(errors),
             _cell(sum(memory) if memory else None), _cell(step.get("memory_per_added_worker_mib")),
