@@ -13,6 +13,34 @@ CATALOG_TABLES = ("cuda_min_driver", "xid", "mig_profiles", "gpu_driver_support"
 DRAIN_METHODS = ("none", "slurm", "kubernetes", "command")
 
 
+# Clock event reasons that break a load step by default (docs/loadstep.md): the GPU slowed down for power or heat.
+LOAD_THROTTLE_REASONS = ("sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
+                         "hw_power_brake_slowdown")
+THROTTLE_REASON_NAMES = ("gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "sync_boost",
+                         "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
+                         "display_clock_setting", "board_limit", "reliability")
+
+# A service's load definition for loadstep.yml (docs/loadstep.md).
+LOAD_DEFAULTS = {
+    "command": None,
+    "steps": [1, 2, 4, 8],
+    "max_concurrency": None,
+    "duration_sec": 30,
+    "warmup_sec": 5,
+    "idle_sec": 5,
+    "total_timeout_sec": 900,
+    "limits": {
+        "error_pct": 1.0,
+        "p95_latency_ms": None,
+        "p95_latency_ratio": None,
+        "memory_headroom_pct": 10,
+        "temperature_c": None,
+        "new_xid": True,
+        "new_ecc": True,
+        "throttle_reasons": list(LOAD_THROTTLE_REASONS),
+    },
+}
+
 SERVICE_DEFAULTS = {
     "gpus": "all",
     "workers_per_gpu": None,
@@ -28,6 +56,7 @@ SERVICE_DEFAULTS = {
     "timeout_stop_sec": None,
     "runtime_max_sec": None,
     "recycle_calendar": None,
+    "load": LOAD_DEFAULTS,
 }
 
 CUSTOM_RULE_DEFAULTS = {
@@ -87,6 +116,7 @@ DEFAULT_POLICY = {
         "xid_per_day": 2,
         "min_hours": 1,
     },
+    "loadstep": {"allowed": False},
 }
 
 # Lists of entries identified by their "name": fragments merge them entry by entry instead of replacing them.

@@ -15,7 +15,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.checks import
     integer, jmespath_expression, list_of, named_list, non_empty_text, number, section, text)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.defaults import (
     CATALOG_TABLES, CUSTOM_RULE_DEFAULTS, CUSTOM_RULE_REQUIRED, DRAIN_METHODS, RESTART_VALUES,
-    SERVICE_DEFAULTS, UNIT_TYPES)
+    SERVICE_DEFAULTS, THROTTLE_REASON_NAMES, UNIT_TYPES)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.problems import FRAGMENT_PREFIX, POLICY_VAR
 
 SCHEMA_ID = "https://gpufleet.example/schema/policy/1.json"
@@ -35,6 +35,26 @@ def unit_name(name):
     return name if suffix in UNIT_TYPES else name + ".service"
 
 
+LOAD_SCHEMA = section({
+    "command": non_empty_text(nullable=True),
+    "steps": list_of(integer(1, 4096)),
+    "max_concurrency": integer(1, 4096, nullable=True),
+    "duration_sec": integer(1, 3600),
+    "warmup_sec": integer(0, 600),
+    "idle_sec": integer(1, 600),
+    "total_timeout_sec": integer(10, 86400),
+    "limits": section({
+        "error_pct": number(0, 100),
+        "p95_latency_ms": number(0, 3600000, nullable=True),
+        "p95_latency_ratio": number(1, 1000, nullable=True),
+        "memory_headroom_pct": number(0, 90),
+        "temperature_c": integer(20, 120, nullable=True),
+        "new_xid": boolean(),
+        "new_ecc": boolean(),
+        "throttle_reasons": list_of(choice(THROTTLE_REASON_NAMES)),
+    }),
+})
+
 SERVICE_SCHEMA = section({
     "gpus": gpu_selection(),
     "workers_per_gpu": integer(1, 1024, nullable=True),
@@ -53,6 +73,7 @@ SERVICE_SCHEMA = section({
     "timeout_stop_sec": integer(1, 86400, nullable=True),
     "runtime_max_sec": integer(60, nullable=True),
     "recycle_calendar": non_empty_text(nullable=True),
+    "load": LOAD_SCHEMA,
 })
 
 CUSTOM_RULE_SCHEMA = section({
@@ -131,6 +152,7 @@ POLICY_SCHEMA = section({
         "xid_per_day": number(0, 10 ** 9, nullable=True),
         "min_hours": number(0, 8760),
     }),
+    "loadstep": section({"allowed": boolean()}),
 })
 
 

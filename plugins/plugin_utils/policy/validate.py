@@ -90,6 +90,15 @@ def _check_services(policy, problems):
         if service["workers_env"] and service["workers_arg"]:
             problems.append(Problem(("workload", "services", service["name"], "workers_arg"),
                                     "set either workers_env or workers_arg, not both"))
+        _check_load(service, problems)
+
+
+def _check_load(service, problems):
+    load, path = service["load"], ("workload", "services", service["name"], "load")
+    if not load["steps"]:
+        problems.append(Problem(path + ("steps",), "must list at least one concurrency"))
+    elif load["steps"] != sorted(set(load["steps"])):
+        problems.append(Problem(path + ("steps",), "must rise step by step without repeats, got %s" % load["steps"]))
 
 
 def _check_consistency(policy, problems):

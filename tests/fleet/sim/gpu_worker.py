@@ -29,6 +29,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
 import nvidia_smi as sim  # noqa: E402  pylint: disable=wrong-import-position
+import load_model  # noqa: E402  pylint: disable=wrong-import-position
 
 GIB = 1024.0
 
@@ -123,6 +124,8 @@ def register(token, mem, name):
             record["gpu_instance_id"] = gi["id"]
             record["compute_instance_id"] = ci["id"]
         sim.write_json_atomically(os.path.join(sim.procs_dir(), "%d.json" % os.getpid()), record)
+        if load_model.logs_xid_now(gpu, len(procs) + 1):
+            sim.append_kernel_log(state, [load_model.xid_line(gpu, os.getpid(), name)])
 
 
 def unregister(path):

@@ -27,6 +27,10 @@ import sys
 import time
 from xml.sax.saxutils import escape, quoteattr
 
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+
+from load_model import under_load  # noqa: E402  pylint: disable=wrong-import-position
+
 ROOT_ENV = "GPUFLEET_SIM_ROOT"
 STATE_FORMAT = 1
 
@@ -1243,7 +1247,8 @@ def query_xml(state, gpus, procs):
         "\t<cuda_version>%s</cuda_version>" % escape(cuda_version_for(state)),
         "\t<attached_gpus>%d</attached_gpus>" % len(visible_gpus(state)),
     ]
-    body = "".join(gpu_xml(state, gpu, gpu_processes(procs, index)) for index, gpu in gpus)
+    body = "".join(gpu_xml(state, under_load(gpu, gpu_processes(procs, index)), gpu_processes(procs, index))
+                   for index, gpu in gpus)
     return "\n".join(head) + "\n" + body + "\n</nvidia_smi_log>"
 
 

@@ -121,12 +121,16 @@ DEFAULT_BUS_IDS = ("00000000:07:00.0", "00000000:0F:00.0", "00000000:47:00.0", "
 INSTALL_FILES = (
     ("nvidia_smi.py", "usr/lib/gpufleet-sim/nvidia_smi.py", 0o644),
     ("gpu_worker.py", "usr/lib/gpufleet-sim/gpu_worker.py", 0o644),
+    ("load_model.py", "usr/lib/gpufleet-sim/load_model.py", 0o644),
+    ("gpu_load.py", "usr/lib/gpufleet-sim/gpu_load.py", 0o644),
+    ("bin/gpu-load", "usr/local/bin/gpu-load", 0o755),
     ("bin/nvidia-smi", "usr/bin/nvidia-smi", 0o755),
     ("bin/gpu-worker", "usr/local/bin/gpu-worker", 0o755),
     ("units/gpufleet-sim-boot.service", "etc/systemd/system/gpufleet-sim-boot.service", 0o644),
     ("units/nvidia-persistenced.service", "etc/systemd/system/nvidia-persistenced.service", 0o644),
     ("units/inference.service", "etc/systemd/system/inference.service", 0o644),
     ("units/trainer.service", "etc/systemd/system/trainer.service", 0o644),
+    ("units/loadtest.service", "etc/systemd/system/loadtest.service", 0o644),
 )
 
 
