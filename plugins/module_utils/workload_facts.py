@@ -159,7 +159,8 @@ def _show_units(host, facts, units, timeout):
     if systemctl is None:
         add_error(facts, None, "workload: systemctl", "command not found")
         return {}
-    result = host.run([systemctl, "show", "--property=" + SYSTEMCTL_PROPERTIES] + list(units), timeout)
+    units = sorted(units)  # the same command whatever order the units were asked in (a replay finds it)
+    result = host.run([systemctl, "show", "--property=" + SYSTEMCTL_PROPERTIES] + units, timeout)
     if result.rc != 0:
         add_error(facts, None, "workload: systemctl show", result.describe_failure(), result.rc)
         return {}

@@ -197,7 +197,8 @@ def probe_frameworks(host, exec_start, user, timeout, euid=None):
     interpreter = interpreter_of(host, path, argv)
     if interpreter is None:
         return new_frameworks("not_python", reason="ExecStart %s runs no Python interpreter" % _text(path))
-    euid = os.geteuid() if euid is None else euid
+    if euid is None:
+        euid = host.euid() if hasattr(host, "euid") else os.geteuid()
     command, why_not = probe_argv(host, interpreter, user, euid)
     if command is None:
         return new_frameworks("not_probed", interpreter, why_not)

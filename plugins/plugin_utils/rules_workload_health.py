@@ -62,7 +62,7 @@ def _service_gpus(service, policy_service, gpus):
 
 @rule("workload.oom_shared_gpu", "workload", "critical",
       "An out-of-memory (CUDA, or the kernel OOM killer) in the window of a service whose GPU several processes "
-      "share", fix="worker_limits")
+      "share")
 def oom_shared_gpu(ctx):
     gpus = dict((gpu.get("index"), gpu) for gpu in ctx.gpus)
     wanted = policy_services(ctx.policy)

@@ -22,19 +22,7 @@ PYTHON = "/opt/venv/bin/python3"
 EXEC_START = ("{ path=%s ; argv[]=%s -m vllm.entrypoints.openai.api_server --port 8000 ; ignore_errors=no ; "
               "start_time=[Mon 2026-11-30 11:58:01 UTC] ; stop_time=[n/a] ; pid=48211 ; code=(null) ; status=0/0 }"
               % (PYTHON, PYTHON))
-SHOW = """Id=vllm.service
-LoadState=loaded
-ActiveState=activating
-SubState=auto-restart
-Result=exit-code
-NRestarts=7
-ExecMainCode=1
-ExecMainStatus=1
-MainPID=0
-User=svc-llm
-ExecStart=%s
-
-Id=absent.service
+SHOW = """Id=absent.service
 LoadState=not-found
 ActiveState=inactive
 SubState=dead
@@ -45,6 +33,18 @@ ExecMainStatus=0
 MainPID=0
 User=
 ExecStart=
+
+Id=vllm.service
+LoadState=loaded
+ActiveState=activating
+SubState=auto-restart
+Result=exit-code
+NRestarts=7
+ExecMainCode=1
+ExecMainStatus=1
+MainPID=0
+User=svc-llm
+ExecStart=%s
 """ % EXEC_START
 ENVIRON = ("PATH=/usr/bin\0HF_TOKEN=hf_secret_value\0CUDA_VISIBLE_DEVICES=0\0"
            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\0NCCL_DEBUG=WARN\0CUDA_MPS_PIPE_DIRECTORY=/run/mps\0"
@@ -74,8 +74,8 @@ def result(stdout="", rc=0, stderr=""):
 def host_answers(probe=True, euid_root=True):
     """What a T4 host with vllm.service (python3, pid 48211, on GPU 0) answers."""
     runuser = "/usr/sbin/runuser"
-    show_argv = [SYSTEMCTL, "show", "--property=" + workload_facts.SYSTEMCTL_PROPERTIES, "vllm.service",
-                 "absent.service"]
+    show_argv = [SYSTEMCTL, "show", "--property=" + workload_facts.SYSTEMCTL_PROPERTIES, "absent.service",
+                 "vllm.service"]
     journal = "\n".join([journal_entry("Traceback (most recent call last):", 600), journal_entry(OOM_LINE, 599),
                          journal_entry("INFO: restarting", 500)])
     probe_argv = [runuser, "-u", "svc-llm", "--", PYTHON, "-c", workload_probe.PROBE_SCRIPT]
@@ -96,8 +96,7 @@ def host_answers(probe=True, euid_root=True):
 
 
 def collect(answers, services=("vllm", "absent"), euid=0, monkeypatch=None):
-    if monkeypatch is not None:
-        monkeypatch.setattr(workload_probe.os, "geteuid", lambda: euid)
+    answers["euid"] = euid
     facts, _recorded = Collection(source="nvidia_smi", gather_subset=["workload"], services=list(services),
                                   host=ReplayHost(answers)).run()
     assert_valid_facts(facts)
