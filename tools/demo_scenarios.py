@@ -845,4 +845,5 @@ HOST_BUILDERS = (
 
 def demo_hosts():
     """Every demo host, freshly built (callers may change what they get)."""
-    return [copy.deepcopy(build()) for build in HOST_BUILDERS]
+    import demo_workload_hosts  # its hosts build on this module's helpers
+    return [copy.deepcopy(build()) for build in HOST_BUILDERS + demo_workload_hosts.HOST_BUILDERS]

@@ -33,8 +33,9 @@ from ansible_collections.gpufleet.core.plugins.module_utils.host_io import Recor
 from simulator.nvml_sim import SimulatedNvmlLibrary  # noqa: E402
 
 FIXTURES = os.path.join(ROOT, "inventories", "demo", "fixtures")
-# The simulated hosts have no process address spaces (/proc/<pid>/maps) to scan for driver clients.
-DEMO_SUBSETS = ["all", "!driver_clients"]
+# The simulated hosts have no process address spaces (/proc/<pid>/maps) to scan for driver clients; a host
+# records workload and host_pressure only when its scenario says so (spec "gather_subset").
+DEMO_SUBSETS = ["all", "!driver_clients", "!workload", "!host_pressure"]
 # containers nested deeper than this are written on one line: one NVML call, command or folder per line
 PRETTY_DEPTH = 3
 
@@ -61,11 +62,13 @@ def known_error_strings():
 def record(spec):
     """The fixture document of one demo host, recorded through the real collectors."""
     host = ReplayHost(spec["host"])
+    options = dict(gather_subset=spec.get("gather_subset", DEMO_SUBSETS), record=True, scrub=False, host=host,
+                   services=spec.get("services"))
     if spec["source"] == "nvidia_smi":
-        collection = Collection(source="nvidia_smi", gather_subset=DEMO_SUBSETS, record=True, scrub=False, host=host)
+        collection = Collection(source="nvidia_smi", **options)
     else:
-        collection = Collection(source="auto", gather_subset=DEMO_SUBSETS, record=True, scrub=False, host=host,
-                                nvml_library=SimulatedNvmlLibrary(spec["nvml"]), pynvml=pynvml)
+        collection = Collection(source="auto", nvml_library=SimulatedNvmlLibrary(spec["nvml"]), pynvml=pynvml,
+                                **options)
     with known_error_strings():
         facts, document = collection.run()
     document["recorded_at"] = demo_scenarios.RECORDED_AT

@@ -19,11 +19,13 @@ from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
     add_error, drop_impossible_readings, new_facts, normalize_pci_bus_id, printable)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_facts import (
     collect_host, collect_pcie_aer, read_kernel_module_version)
+from ansible_collections.gpufleet.core.plugins.module_utils.host_pressure import sample_host_pressure
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import (
     DeadlineHost, RecordingHost, ReplayHost, command_key)
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import collect_kernel_log
 from ansible_collections.gpufleet.core.plugins.module_utils.nvidia_presence import collect_nvidia_evidence
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import collect_nvidia_smi
+from ansible_collections.gpufleet.core.plugins.module_utils.workload_facts import collect_workload
 
 # The NVML backend (nvml_collect) and the record/replay machinery (nvml_fixture) are imported where they
 # are used: a host collected through nvidia-smi never compiles them (AnsiballZ ships sources, not bytecode,
@@ -32,9 +34,10 @@ from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import col
 FIXTURE_FORMAT = "gpufleet-fixture"
 FIXTURE_FORMAT_VERSION = 1
 
-ALL_SUBSETS = ("driver", "gpus", "processes", "mig", "nvlink", "host", "kernel_log", "driver_clients")
+ALL_SUBSETS = ("driver", "gpus", "processes", "mig", "nvlink", "host", "kernel_log", "driver_clients",
+               "workload", "host_pressure")
 # Subsets added after fixtures were first recorded: a replay runs them only when its fixture has them.
-LATER_SUBSETS = ("driver_clients",)
+LATER_SUBSETS = ("driver_clients", "workload", "host_pressure")
 MIN_SUBSETS = ("driver", "gpus")
 NVML_LIBRARY = "libnvidia-ml.so.1"
 PROC_DRIVER_GPUS = "/proc/driver/nvidia/gpus"
@@ -67,7 +70,9 @@ def resolve_gather_subset(requested):
     if not chosen:
         chosen = set(ALL_SUBSETS)
     result = chosen - excluded
-    if result & {"processes", "mig", "nvlink"}:
+    if "workload" in result:
+        result.add("processes")
+    if result & {"processes", "mig", "nvlink", "host_pressure"}:
         result.add("gpus")
     if "gpus" in result:
         result.add("driver")
@@ -91,7 +96,7 @@ class Collection:
     def __init__(self, source="auto", gather_subset=None, timeout=60, command_timeout=20,
                  kernel_log_source="auto", kernel_log_files=None, kernel_log_window_hours=72,
                  services=None, record=False, scrub=True, fixture=None, pynvml=None, host=None,
-                 nvml_library=None):
+                 nvml_library=None, pressure_sample_seconds=0):
         self.source = source
         self.subsets = resolve_gather_subset(gather_subset)
         if fixture is not None:
@@ -103,6 +108,7 @@ class Collection:
         self.kernel_log_files = kernel_log_files or []
         self.kernel_log_window_hours = kernel_log_window_hours
         self.services = services or []
+        self.pressure_sample_seconds = pressure_sample_seconds
         self.record = record
         self.scrub = scrub
         self.fixture = fixture
@@ -150,6 +156,14 @@ class Collection:
                 window_hours=self.kernel_log_window_hours, timeout=self.step_timeout())
         if "driver_clients" in self.subsets:
             collect_driver_clients(host, facts, timeout=self.step_timeout())
+        if "workload" in self.subsets:
+            collect_workload(host, facts, services=self.services, window_hours=self.kernel_log_window_hours,
+                             kernel_log_source=self.kernel_log_source, kernel_log_files=self.kernel_log_files,
+                             timeout_for=self.step_timeout)
+        if "host_pressure" in self.subsets:
+            # a replay answers at once: waiting would sample nothing new
+            sample_host_pressure(host, facts, self.pressure_sample_seconds, self.remaining,
+                                 sleep=(lambda _seconds: None) if self.fixture is not None else time.sleep)
         settle_driver_mismatch(facts)
         prune_unrequested(facts, self.subsets)
         facts["collection"] = collection_status(

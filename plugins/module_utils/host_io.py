@@ -69,6 +69,10 @@ class LiveHost:
     def find_bin(self, name):
         return self._find_bin(name)
 
+    def euid(self):
+        """The effective user id the collection runs as (0: root)."""
+        return os.geteuid()
+
     def read_text(self, path, limit=None):
         """The file's text, or None when it does not exist or cannot be read. Bytes that are not
         UTF-8 become U+FFFD: a damaged file costs its own value, never the facts' JSON."""
@@ -263,6 +267,7 @@ class RecordingHost:
         self.dirs = {}
         self.commands = {}
         self.bins = {}
+        self.recorded_euid = None
 
     def now(self):
         return self._inner.now()
@@ -276,6 +281,10 @@ class RecordingHost:
         text = self._inner.read_text(path, limit)
         self.files[path] = text
         return text
+
+    def euid(self):
+        self.recorded_euid = self._inner.euid()
+        return self.recorded_euid
 
     def record_file(self, path, text):
         """Keep text as the recorded content of path (a reader that needs only part of a file)."""
@@ -292,8 +301,11 @@ class RecordingHost:
         return result
 
     def to_fixture(self):
-        return {"now": self._inner.now(), "bins": self.bins, "files": self.files,
-                "dirs": self.dirs, "commands": self.commands}
+        recorded = {"now": self._inner.now(), "bins": self.bins, "files": self.files,
+                    "dirs": self.dirs, "commands": self.commands}
+        if self.recorded_euid is not None:
+            recorded["euid"] = self.recorded_euid
+        return recorded
 
 
 class ReplayHost:
@@ -308,6 +320,10 @@ class ReplayHost:
 
     def find_bin(self, name):
         return self._fixture.get("bins", {}).get(name)
+
+    def euid(self):
+        """As recorded; a fixture without it was recorded as root."""
+        return self._fixture.get("euid", 0)
 
     def read_text(self, path, limit=None):
         text = self._fixture.get("files", {}).get(path)

@@ -49,12 +49,28 @@ options:
     description:
       - Which parts to collect, as in M(ansible.builtin.setup).
       - V(all), V(min) (driver and GPU inventory), or any of V(driver), V(gpus), V(processes), V(mig), V(nvlink),
-        V(host), V(kernel_log), V(driver_clients); prefix a name with C(!) to leave it out.
+        V(host), V(kernel_log), V(driver_clients), V(workload), V(host_pressure); prefix a name with C(!) to leave
+        it out.
       - V(driver_clients) looks through C(/proc/<pid>/maps) for processes that loaded NVIDIA driver libraries of
         another version than the kernel module (a container with its own driver libraries, a stale CUDA compat
         package); bounded to 4096 processes and 10 seconds, and it needs root to read other users' processes.
         A replay runs it only when the fixture recorded it.
-      - V(processes), V(mig) and V(nvlink) imply V(gpus); V(gpus) implies V(driver).
+      - V(workload) reports, for each unit of O(services) and each systemd service that owns a GPU process, its
+        restarts and last exit (C(systemctl show)), the kernel OOM killer's kills in its cgroup (the kernel log, as
+        O(kernel_log_source) says), counts and the first and last line of CUDA out-of-memory, NCCL, illegal
+        memory access and Python traceback messages in its journal (C(journalctl -o json), the newest 20000
+        entries of the last O(kernel_log_window_hours)), the frameworks its interpreter carries (PyTorch,
+        TensorFlow, JAX with their CUDA runtime, cuDNN and NCCL; a probe that reads package metadata and imports
+        nothing, run with the interpreter of C(ExecStart) as the service's user, within O(command_timeout)), and
+        the CUDA_VISIBLE_DEVICES, PYTORCH_CUDA_ALLOC_CONF, CUDA_MPS_* and NCCL_* variables of each of its GPU
+        processes (C(/proc/<pid>/environ); no other variable leaves the host). Reading other users' journals,
+        environments and probing as another user need root (C(become)); without it each part says so in the facts.
+      - V(host_pressure) samples CPU, memory and I/O pressure (C(/proc/pressure)), load per core, available memory
+        and swap activity over O(pressure_sample_seconds), with GPU utilization from C(nvidia-smi) about once a
+        second.
+      - V(processes), V(mig), V(nvlink) and V(host_pressure) imply V(gpus); V(gpus) implies V(driver); V(workload)
+        implies V(processes). A replay runs V(driver_clients), V(workload) and V(host_pressure) only when the
+        fixture recorded them.
     type: list
     elements: str
     default: [all]
@@ -100,6 +116,13 @@ options:
     type: list
     elements: str
     default: []
+  pressure_sample_seconds:
+    description:
+      - Seconds over which V(host_pressure) samples pressure and GPU utilization (at most 60); shortened so that
+        the collection ends within O(timeout). V(0) reads everything once (pressure then has only the kernel's
+        averages).
+    type: int
+    default: 3
   record:
     description:
       - Write a fixture to this path on the target host with every raw NVML answer (errors as integer codes),
@@ -148,6 +171,13 @@ EXAMPLES = r"""
     gather_subset: ['all', '!kernel_log']
     services: [triton-server]
 
+- name: The GPU services' failures and frameworks, and host pressure over 5 seconds
+  gpufleet.core.gpu_facts:
+    gather_subset: [workload, host_pressure]
+    services: [vllm]
+    pressure_sample_seconds: 5
+  become: true
+
 - name: Record a fixture on a real GPU host (read only; serials and UUIDs scrubbed)
   gpufleet.core.gpu_facts:
     record: /tmp/gpu-fixture.json
@@ -175,7 +205,7 @@ ansible_facts:
       description: 'Facts returned by gpufleet.core.gpu_facts. Schema version 1.x: fields are only added within
         a major version. A value that the backend could not read is null, never invented; the reason is in errors[].
         1.1 added nvidia_evidence, collection, kernel_log (bounded kernel-log events with counts), driver_clients
-        and kernel_events[].client_process and client_pid.'
+        and kernel_events[].client_process and client_pid. 1.2 added workload and host_pressure.'
       returned: always
       type: dict
       contains:
@@ -1109,6 +1139,730 @@ ansible_facts:
               description: NVML return code or exit status where there is one.
               returned: success
               type: int
+        workload:
+          description: The GPU services' own failures and settings (gather_subset workload; added in 1.2); null
+            when that subset did not run.
+          returned: always
+          type: dict
+          contains:
+            window_hours:
+              description: Hours of journal and kernel log read (kernel_log_window_hours).
+              returned: success
+              type: int
+            services:
+              description: The asked-for services first, then the other units that own GPU processes; at most 16.
+              returned: always
+              type: list
+              elements: dict
+              contains:
+                unit:
+                  description: systemd unit.
+                  returned: success
+                  type: str
+                sources:
+                  description: 'Why it is here: asked for (the policy''s workload.services, the services option)
+                    and/or it owns a GPU process.'
+                  returned: always
+                  type: list
+                  elements: str
+                load_state:
+                  description: 'LoadState (not-found: no such unit).'
+                  returned: success
+                  type: str
+                active_state:
+                  description: ActiveState.
+                  returned: success
+                  type: str
+                sub_state:
+                  description: 'SubState (auto-restart: waiting to restart after a failure).'
+                  returned: success
+                  type: str
+                result:
+                  description: Result of the last run (success, exit-code, signal, core-dump, oom-kill, start-limit-hit,
+                    ...).
+                  returned: success
+                  type: str
+                restarts:
+                  description: 'NRestarts: automatic restarts since the unit was last started by hand (systemd 235
+                    and later).'
+                  returned: success
+                  type: int
+                last_exit:
+                  description: The main process's last exit (ExecMainCode, ExecMainStatus).
+                  returned: always
+                  type: dict
+                  contains:
+                    code:
+                      description: 'How the main process last ended: exited, killed, dumped.'
+                      returned: success
+                      type: str
+                    status:
+                      description: Its exit status (code exited).
+                      returned: success
+                      type: int
+                    signal:
+                      description: The signal that killed it (code killed or dumped), e.g. KILL, SEGV, ABRT.
+                      returned: success
+                      type: str
+                main_pid:
+                  description: MainPID; null when not running.
+                  returned: success
+                  type: int
+                user:
+                  description: 'User= of the unit; null: root.'
+                  returned: success
+                  type: str
+                oom_kills:
+                  description: Kernel OOM kills of the unit's processes (kernel log, as kernel_log_source says).
+                  returned: always
+                  type: dict
+                  contains:
+                    count:
+                      description: Kills by the kernel OOM killer of processes in the unit's cgroup in the window.
+                      returned: success
+                      type: int
+                    events:
+                      description: The first 4 and the last of them.
+                      returned: always
+                      type: list
+                      elements: dict
+                      contains:
+                        time:
+                          description: ISO 8601 time of the kill, or raw seconds since boot.
+                          returned: success
+                          type: str
+                        pid:
+                          description: The killed process.
+                          returned: success
+                          type: int
+                        process:
+                          description: Its name.
+                          returned: success
+                          type: str
+                        cgroup:
+                          description: Its memory cgroup (task_memcg, 'Task in').
+                          returned: success
+                          type: str
+                        limit_cgroup:
+                          description: The cgroup whose limit was reached (oom_memcg); null for a global OOM.
+                          returned: success
+                          type: str
+                        constraint:
+                          description: memcg (a cgroup limit), global (the machine ran out), or the kernel's other
+                            CONSTRAINT_* in lower case.
+                          returned: success
+                          type: str
+                        anon_rss_kib:
+                          description: Anonymous memory it held when killed.
+                          returned: success
+                          type: int
+                    read:
+                      description: False when no kernel log could be read (the count is then unknown, not zero).
+                      returned: success
+                      type: bool
+                journal:
+                  description: Failures in the unit's journal in the window (journalctl --unit -o json, the newest
+                    20000 entries).
+                  returned: always
+                  type: dict
+                  contains:
+                    status:
+                      description: 'read; partial (journalctl timed out, or showed only this user''s messages: what
+                        it printed is counted); failed (journalctl failed, see reason); unavailable (no journalctl);
+                        not_read (the unit does not exist). One of: read, partial, failed, unavailable, not_read.'
+                      returned: success
+                      type: str
+                    reason:
+                      description: Why the journal was not read whole.
+                      returned: success
+                      type: str
+                    entries:
+                      description: Entries read (the unit's, in the window).
+                      returned: success
+                      type: int
+                    unparsed:
+                      description: Entries that were not JSON (cut off, damaged).
+                      returned: success
+                      type: int
+                    truncated:
+                      description: 'True when journalctl''s bound of 20000 entries (the newest) was reached: counts
+                        are of those.'
+                      returned: success
+                      type: bool
+                    matches:
+                      description: 'Per kind of failure: count, first and last entry. The first pattern that matches
+                        an entry decides its kind, in this order.'
+                      returned: always
+                      type: dict
+                      contains:
+                        cuda_oom:
+                          description: '''CUDA out of memory'', CUBLAS_STATUS_ALLOC_FAILED, cudaErrorMemoryAllocation.'
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        illegal_memory_access:
+                          description: '''an illegal memory access was encountered''.'
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        nccl_timeout:
+                          description: NCCL watchdog timeouts (Watchdog caught collective operation timeout) and
+                            other NCCL timeouts.
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        nccl_error:
+                          description: NCCL errors (NCCL error, NCCL WARN, ncclSystemError ...; ProcessGroupNCCL
+                            exceptions).
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        python_traceback:
+                          description: '''Traceback (most recent call last):'' lines: one per Python traceback.'
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        oom_killed:
+                          description: systemd's 'A process of this unit has been killed by the OOM killer' and
+                            result 'oom-kill'.
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                    cuda_oom_gpus:
+                      description: GPU indexes named in the CUDA out-of-memory messages ('GPU 0'), as the process
+                        numbered them (CUDA_VISIBLE_DEVICES applies).
+                      returned: always
+                      type: list
+                      elements: int
+                frameworks:
+                  description: Frameworks of the service's interpreter, from a probe run as its user (bounded by
+                    command_timeout).
+                  returned: always
+                  type: dict
+                  contains:
+                    status:
+                      description: 'read: the probe answered; not_python: ExecStart runs no Python interpreter (directly,
+                        through env, a shebang or a shell wrapper''s exec); not_probed: the probe could not be run
+                        as the service''s user (no become, no runuser; see reason); failed: the probe failed, timed
+                        out or printed no JSON. One of: read, not_python, not_probed, failed.'
+                      returned: success
+                      type: str
+                    interpreter:
+                      description: The interpreter found from ExecStart.
+                      returned: success
+                      type: str
+                    python:
+                      description: Its Python version.
+                      returned: success
+                      type: str
+                    packages:
+                      description: The frameworks installed for that interpreter (read from package metadata and
+                        version files; nothing is imported).
+                      returned: always
+                      type: list
+                      elements: dict
+                      contains:
+                        name:
+                          description: 'Framework (Python package). One of: torch, tensorflow, jax.'
+                          returned: success
+                          type: str
+                        version:
+                          description: Its version (package metadata).
+                          returned: success
+                          type: str
+                        cuda:
+                          description: 'CUDA runtime it was built for and carries: torch.version.cuda, TensorFlow''s
+                            build_info cuda_version, JAX''s nvidia-cuda-runtime wheel (MAJOR.MINOR); null for a
+                            CPU build or when unknown.'
+                          returned: success
+                          type: str
+                        cudnn:
+                          description: cuDNN it carries (nvidia-cudnn-cuXX wheel, TensorFlow's build_info).
+                          returned: success
+                          type: str
+                        nccl:
+                          description: NCCL it carries (nvidia-nccl-cuXX wheel).
+                          returned: success
+                          type: str
+                    reason:
+                      description: Why the frameworks are not known.
+                      returned: success
+                      type: str
+                processes:
+                  description: Its processes on the GPUs (from the GPU facts and /proc/<pid>/cgroup).
+                  returned: always
+                  type: list
+                  elements: dict
+                  contains:
+                    pid:
+                      description: Process id.
+                      returned: success
+                      type: int
+                    name:
+                      description: Process name as the GPU facts list it.
+                      returned: success
+                      type: str
+                    gpu_index:
+                      description: The GPU it runs on (gpus[].index).
+                      returned: success
+                      type: int
+                    gpu_uuid:
+                      description: That GPU's UUID.
+                      returned: success
+                      type: str
+                    used_memory_mib:
+                      description: GPU memory it holds.
+                      returned: success
+                      type: int
+                    environment:
+                      description: 'From /proc/<pid>/environ (needs root), only these variables: CUDA_VISIBLE_DEVICES,
+                        NVIDIA_VISIBLE_DEVICES, PYTORCH_CUDA_ALLOC_CONF, PYTORCH_ALLOC_CONF, CUDA_MPS_*, NCCL_*
+                        (at most 32, values printable, at most 256 characters). Nothing else of environ leaves the
+                        host. null when it could not be read.'
+                      returned: always
+                      type: dict
+                    environment_unreadable:
+                      description: Why environment is null.
+                      returned: success
+                      type: str
+            left_out:
+              description: Units beyond the 16 kept.
+              returned: success
+              type: int
+            oom_kills_elsewhere:
+              description: OOM kills in the window of processes in other units.
+              returned: success
+              type: int
+        host_pressure:
+          description: CPU, memory and I/O pressure, load, memory and swap, sampled over a few seconds with GPU
+            utilization (gather_subset host_pressure; added in 1.2); null when that subset did not run.
+          returned: always
+          type: dict
+          contains:
+            sample_seconds:
+              description: Length of the sample (pressure_sample_seconds, shortened to fit the collection timeout).
+              returned: success
+              type: float
+            cpus:
+              description: Online CPUs (/sys/devices/system/cpu/online).
+              returned: success
+              type: int
+            load:
+              description: /proc/loadavg.
+              returned: always
+              type: dict
+              contains:
+                1m:
+                  description: Load average, 1 minute.
+                  returned: success
+                  type: float
+                5m:
+                  description: 5 minutes.
+                  returned: success
+                  type: float
+                15m:
+                  description: 15 minutes.
+                  returned: success
+                  type: float
+                per_core_1m:
+                  description: 1-minute load per online CPU.
+                  returned: success
+                  type: float
+            memory:
+              description: /proc/meminfo.
+              returned: always
+              type: dict
+              contains:
+                total_mib:
+                  description: MemTotal.
+                  returned: success
+                  type: float
+                available_mib:
+                  description: MemAvailable.
+                  returned: success
+                  type: float
+                available_pct:
+                  description: MemAvailable of MemTotal, percent.
+                  returned: success
+                  type: float
+            swap:
+              description: Swap and its activity (/proc/meminfo, /proc/vmstat).
+              returned: always
+              type: dict
+              contains:
+                total_mib:
+                  description: SwapTotal.
+                  returned: success
+                  type: float
+                free_mib:
+                  description: SwapFree.
+                  returned: success
+                  type: float
+                pages_in_per_s:
+                  description: Pages swapped in per second over the sample (pswpin).
+                  returned: success
+                  type: float
+                pages_out_per_s:
+                  description: Pages swapped out per second over the sample (pswpout).
+                  returned: success
+                  type: float
+            pressure:
+              description: Pressure stall information.
+              returned: always
+              type: dict
+              contains:
+                cpu:
+                  description: /proc/pressure/cpu; null when the kernel has no PSI.
+                  returned: always
+                  type: dict
+                  contains:
+                    some_pct:
+                      description: Share of the sample during which at least one task stalled on the resource (from
+                        the total counters), percent.
+                      returned: success
+                      type: float
+                    full_pct:
+                      description: Share during which all non-idle tasks stalled (null for cpu on kernels before
+                        5.13).
+                      returned: success
+                      type: float
+                    some_avg10:
+                      description: The kernel's 10-second average of some.
+                      returned: success
+                      type: float
+                    some_avg60:
+                      description: The kernel's 60-second average of some.
+                      returned: success
+                      type: float
+                    full_avg10:
+                      description: The kernel's 10-second average of full.
+                      returned: success
+                      type: float
+                    full_avg60:
+                      description: The kernel's 60-second average of full.
+                      returned: success
+                      type: float
+                memory:
+                  description: /proc/pressure/memory; null when the kernel has no PSI.
+                  returned: always
+                  type: dict
+                  contains:
+                    some_pct:
+                      description: Share of the sample during which at least one task stalled on the resource (from
+                        the total counters), percent.
+                      returned: success
+                      type: float
+                    full_pct:
+                      description: Share during which all non-idle tasks stalled (null for cpu on kernels before
+                        5.13).
+                      returned: success
+                      type: float
+                    some_avg10:
+                      description: The kernel's 10-second average of some.
+                      returned: success
+                      type: float
+                    some_avg60:
+                      description: The kernel's 60-second average of some.
+                      returned: success
+                      type: float
+                    full_avg10:
+                      description: The kernel's 10-second average of full.
+                      returned: success
+                      type: float
+                    full_avg60:
+                      description: The kernel's 60-second average of full.
+                      returned: success
+                      type: float
+                io:
+                  description: /proc/pressure/io; null when the kernel has no PSI.
+                  returned: always
+                  type: dict
+                  contains:
+                    some_pct:
+                      description: Share of the sample during which at least one task stalled on the resource (from
+                        the total counters), percent.
+                      returned: success
+                      type: float
+                    full_pct:
+                      description: Share during which all non-idle tasks stalled (null for cpu on kernels before
+                        5.13).
+                      returned: success
+                      type: float
+                    some_avg10:
+                      description: The kernel's 10-second average of some.
+                      returned: success
+                      type: float
+                    some_avg60:
+                      description: The kernel's 60-second average of some.
+                      returned: success
+                      type: float
+                    full_avg10:
+                      description: The kernel's 10-second average of full.
+                      returned: success
+                      type: float
+                    full_avg60:
+                      description: The kernel's 60-second average of full.
+                      returned: success
+                      type: float
+            gpu_utilization:
+              description: Per GPU, utilization sampled about once a second during the sample.
+              returned: always
+              type: list
+              elements: dict
+              contains:
+                index:
+                  description: GPU index.
+                  returned: success
+                  type: int
+                mean_pct:
+                  description: Mean utilization over the samples.
+                  returned: success
+                  type: float
+                min_pct:
+                  description: Lowest sample.
+                  returned: success
+                  type: float
+                max_pct:
+                  description: Highest sample.
+                  returned: success
+                  type: float
+                samples:
+                  description: Samples taken.
+                  returned: success
+                  type: int
+            gpu_utilization_source:
+              description: 'nvidia-smi (sampled), facts (only the GPU facts'' reading: nvidia-smi was not there
+                or failed), null (none). One of: nvidia-smi, facts, null.'
+              returned: success
+              type: str
 """
 # END GENERATED RETURN
 
@@ -1178,6 +1932,7 @@ def main():
             kernel_log_files=dict(type="list", elements="path", default=[]),
             kernel_log_window_hours=dict(type="int", default=72),
             services=dict(type="list", elements="str", default=[]),
+            pressure_sample_seconds=dict(type="int", default=3),
             record=dict(type="path"),
             scrub=dict(type="bool", default=True),
             fixture=dict(type="path"),
@@ -1190,6 +1945,8 @@ def main():
     for name in ("timeout", "command_timeout", "kernel_log_window_hours"):
         if params[name] <= 0:
             module.fail_json(msg="%s must be a positive number of seconds or hours, not %s" % (name, params[name]))
+    if not 0 <= params["pressure_sample_seconds"] <= 60:
+        module.fail_json(msg="pressure_sample_seconds must be 0 to 60, not %s" % params["pressure_sample_seconds"])
     if params["fixture"] and params["source"] != "replay":
         module.fail_json(msg="fixture is only read with source=replay (source is %s)" % params["source"])
     fixture = load_fixture(module, params["fixture"]) if params["source"] == "replay" else None
@@ -1204,6 +1961,7 @@ def main():
             command_timeout=params["command_timeout"], kernel_log_source=params["kernel_log_source"],
             kernel_log_files=params["kernel_log_files"], kernel_log_window_hours=params["kernel_log_window_hours"],
             services=params["services"], record=bool(params["record"]), scrub=params["scrub"],
+            pressure_sample_seconds=params["pressure_sample_seconds"],
             fixture=fixture, pynvml=nvml,
             host=module_host(module))
         facts, recorded = collection.run()

@@ -14,7 +14,7 @@ import datetime
 import json
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils import (
-    rules_collection, rules_driver, rules_hardware, rules_scheduling, rules_workload)
+    rules_collection, rules_driver, rules_hardware, rules_scheduling, rules_workload, rules_workload_health)
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYER_ORDER
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import RULES, Context, list_rules, parse_time
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_custom import compile_custom_rules, run_custom_rules
@@ -24,7 +24,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_custom import 
 ABSENT_STACK_RULES = ("driver.kernel_userspace_mismatch", "driver.nvidia_absent", rules_collection.RULE_ID)
 
 # Importing a rules module registers its rules.
-RULE_MODULES = (rules_collection, rules_driver, rules_hardware, rules_scheduling, rules_workload)
+RULE_MODULES = (rules_collection, rules_driver, rules_hardware, rules_scheduling, rules_workload,
+                rules_workload_health)
 
 
 def _checks(scope):
@@ -203,6 +204,14 @@ def fleet_findings(hosts, policies, groups=None, default=None):
         for host, extra in rules_driver.version_skew(name, _driver_versions(hosts, members)).items():
             if not any(finding["rule"] == "driver.version_skew" for finding in result.get(host, ())):
                 result.setdefault(host, []).extend(extra)
+    base = groups if groups is not None else _policy_groups(hosts, policies, default)
+    for name, members in sorted(base.items()):
+        reachable = dict((host, hosts[host]) for host in members if hosts.get(host))
+        for host, extra in rules_workload_health.framework_skew(name, reachable).items():
+            kept = result.setdefault(host, [])
+            # a host in several groups is told once per service and framework
+            seen = set((f["rule"], f["evidence"].get("service"), f["evidence"].get("framework")) for f in kept)
+            kept.extend(f for f in extra if (f["rule"], f["evidence"]["service"], f["evidence"]["framework"]) not in seen)
     return result
 
 

@@ -68,7 +68,10 @@ def demo_audit():
     replayed facts carry the replay's own collected_at."""
     facts = {}
     for host in HOSTS:
-        facts[host], _recorded = Collection(source="replay", fixture=fixture(host), pynvml=pynvml).run()
+        # the services audit.yml passes: the policy's workload services
+        services = [service["name"] for service in demo_policy(host)["workload"]["services"]]
+        facts[host], _recorded = Collection(source="replay", fixture=fixture(host), pynvml=pynvml,
+                                            services=services).run()
         assert_valid_facts(facts[host])
     policies = {host: demo_policy(host) for host in HOSTS}
     findings = diagnose_fleet(facts, policies, KNOWLEDGE, now=fixture("gpu-h100-ok-01")["recorded_at"])

@@ -134,8 +134,15 @@ POLICY_SCHEMA = section({
     "workload": section({
         "max_processes_per_gpu": integer(1, 1024, nullable=True),
         "restart_policy_required": boolean(),
+        "crash_loop_restarts": integer(1, 100000),
         "services": named_list(SERVICE_SCHEMA, SERVICE_DEFAULTS, unit_name, _UNIT_NAME,
                                "a systemd unit name such as 'vllm.service'"),
+    }),
+    "host_pressure": section({
+        "sample_seconds": integer(0, 60),
+        "cpu_pressure_pct": number(1, 100),
+        "io_pressure_pct": number(1, 100),
+        "gpu_idle_pct": number(1, 100),
     }),
     "catalogs": section({table: any_mapping() for table in CATALOG_TABLES}),
     "custom_rules": named_list(CUSTOM_RULE_SCHEMA, CUSTOM_RULE_DEFAULTS, str, _RULE_NAME,

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.core.plugins.module_utils.collector import Collection
+from tests.support.demo_workload_checks import WORKLOAD_FACT_CHECKS
 from tests.support.schema_check import ROOT, assert_valid_facts
 
 DEMO = os.path.join(ROOT, "inventories", "demo")
@@ -41,7 +42,8 @@ def fixture(name):
 
 @functools.lru_cache(maxsize=None)
 def replayed(name):
-    facts, recorded = Collection(source="replay", fixture=fixture(name), pynvml=pynvml, host=None).run()
+    facts, recorded = Collection(source="replay", fixture=fixture(name), pynvml=pynvml, host=None,
+                                 services=SCENARIOS[name].get("services")).run()
     assert recorded is None
     return facts
 
@@ -76,13 +78,16 @@ def test_fixture_is_a_stable_recording_of_the_real_collectors(name):
     document = fixture(name)
     assert document["format"] == "gpufleet-fixture" and document["format_version"] == 1
     assert document["recorded_at"] == RECORDED_AT
-    assert document["gather_subset"] == ["driver", "gpus", "processes", "mig", "nvlink", "host", "kernel_log"]
+    workload = ["workload", "host_pressure"] if "gather_subset" in SCENARIOS[name] else []
+    assert document["gather_subset"] == ["driver", "gpus", "processes", "mig", "nvlink", "host", "kernel_log"] + workload
     assert document["host"]["now"] == make_demo_fleet.demo_scenarios.NOW
     journal = [key for key in document["host"]["commands"] if key.startswith("journalctl ")]
     assert [key for key in journal if " -o short-iso " in key] == [
         "journalctl _TRANSPORT=kernel -o short-iso --no-pager --since=-72h"]
-    # the other journalctl calls are the incident evidence of the hosts with a story (tools/demo_evidence.py)
-    assert (len(journal) > 1) == (name in make_demo_fleet.demo_evidence.STORIES)
+    # the services' journals of the workload subset (--unit=) and the incident evidence of the hosts with a
+    # story (tools/demo_evidence.py)
+    evidence = [key for key in journal if " -o short-iso " not in key and "--unit=" not in key]
+    assert bool(evidence) == (name in make_demo_fleet.demo_evidence.STORIES)
 
 
 # ---------------------------------------------------------------- inventory
@@ -378,6 +383,9 @@ SCENARIO_CHECKS = {
     "gpu-h100-gsp-15": gsp_check([(119, "0000:2a:00.0", 40211), (119, "0000:9a:00.0", 40215)]),
     "gpu-h100-gsp-16": gsp_check([(119, "0000:18:00.0", 51877), (119, "0000:ba:00.0", 52990)]),
 }
+
+
+SCENARIO_CHECKS.update(WORKLOAD_FACT_CHECKS)
 
 
 def test_every_demo_host_has_a_scenario_check():

@@ -17,8 +17,10 @@ from tests.support.hanging_host import HangingOn
     (["min"], ["driver", "gpus"]),
     (["driver"], ["driver"]),
     (["mig"], ["driver", "gpus", "mig"]),
-    (["all", "!kernel_log"], ["driver", "gpus", "processes", "mig", "nvlink", "host", "driver_clients"]),
-    (["!host"], ["driver", "gpus", "processes", "mig", "nvlink", "kernel_log", "driver_clients"]),
+    (["all", "!kernel_log"], ["driver", "gpus", "processes", "mig", "nvlink", "host", "driver_clients",
+                              "workload", "host_pressure"]),
+    (["!host"], ["driver", "gpus", "processes", "mig", "nvlink", "kernel_log", "driver_clients",
+                 "workload", "host_pressure"]),
     (["host"], ["host"]),
 ])
 def test_gather_subset_resolves_like_setup(requested, expected):

@@ -16,6 +16,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import at_o
 from tests.support.corpus import NVSMI_XML_CAPTURES, realdata_path
 from tests.support.rule_builders import KNOWLEDGE, policy
 from tests.support.demo_fleet import DEMO, HOSTS, demo_audit, found, nvidia_smi_facts
+from tests.support.demo_workload_checks import WORKLOAD_CHECKS
 
 
 def above_info(host):
@@ -137,6 +138,7 @@ SCENARIO_CHECKS = {
     "gpu-h100-gsp-15": check_gsp("gpu-h100-gsp-15", ["0000:2a:00.0", "0000:9a:00.0"]),
     "gpu-h100-gsp-16": check_gsp("gpu-h100-gsp-16", ["0000:18:00.0", "0000:ba:00.0"]),
 }
+SCENARIO_CHECKS.update(WORKLOAD_CHECKS)
 
 
 @pytest.mark.parametrize("host", sorted(SCENARIO_CHECKS))
@@ -148,7 +150,7 @@ def test_demo_fleet_likely_causes():
     _facts, findings, causes = demo_audit()
     by_id = {cause["id"]: cause for cause in causes}
     assert sorted(by_id) == ["driver:550.54.15", "workload:concurrency"]
-    assert by_id["workload:concurrency"]["hosts"] == ["gpu-l40s-crowded-10"]
+    assert by_id["workload:concurrency"]["hosts"] == ["gpu-l40s-crowded-10", "gpu-l40s-workload-17"]
     driver = by_id["driver:550.54.15"]
     assert (driver["kind"], driver["layer"], driver["hosts"]) == ("driver", "driver", ["gpu-h100-gsp-15", "gpu-h100-gsp-16"])
     (memory,) = found("gpu-l40s-crowded-10", "workload.memory_near_full", "critical")
