@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests need (Chromium renders report.html in a test) when they are
-# missing. A fresh machine or CI has none of them; this is the only place that installs them.
+# missing (ipmi_sim and ipmitool: the BMC test's IPMI endpoint and its client). A fresh machine or CI has none of
+# them; this is the only place that installs them.
 set -euo pipefail
 
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v ipmi_sim >/dev/null 2>&1 || missing+=(openipmi)
+command -v ipmitool >/dev/null 2>&1 || missing+=(ipmitool)
 
 if ((${#missing[@]} == 0)); then
     exit 0

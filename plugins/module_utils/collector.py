@@ -15,6 +15,7 @@ import re
 import threading
 import time
 
+from ansible_collections.gpufleet.core.plugins.module_utils.bmc_collect import collect_bmc_in_band
 from ansible_collections.gpufleet.core.plugins.module_utils.driver_clients import collect_driver_clients
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
     add_error, drop_impossible_readings, new_facts, normalize_pci_bus_id, printable)
@@ -22,6 +23,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.host_facts import (
     collect_host, collect_pcie_aer, read_kernel_module_version)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import (
     DeadlineHost, RecordingHost, ReplayHost, command_key)
+from ansible_collections.gpufleet.core.plugins.module_utils.k8s_sharing import KubernetesOptions, collect_kubernetes
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import collect_kernel_log
 from ansible_collections.gpufleet.core.plugins.module_utils.nvidia_presence import collect_nvidia_evidence
 from ansible_collections.gpufleet.core.plugins.module_utils.nvml_collect import collect_nvml
@@ -32,9 +34,10 @@ from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import col
 FIXTURE_FORMAT = "gpufleet-fixture"
 FIXTURE_FORMAT_VERSION = 1
 
-ALL_SUBSETS = ("driver", "gpus", "processes", "mig", "nvlink", "host", "kernel_log", "driver_clients")
+ALL_SUBSETS = ("driver", "gpus", "processes", "mig", "nvlink", "host", "kernel_log", "driver_clients", "bmc",
+               "kubernetes")
 # Subsets added after fixtures were first recorded: a replay runs them only when its fixture has them.
-LATER_SUBSETS = ("driver_clients",)
+LATER_SUBSETS = ("driver_clients", "bmc", "kubernetes")
 MIN_SUBSETS = ("driver", "gpus")
 NVML_LIBRARY = "libnvidia-ml.so.1"
 PROC_DRIVER_GPUS = "/proc/driver/nvidia/gpus"
@@ -91,7 +94,7 @@ class Collection:
     def __init__(self, source="auto", gather_subset=None, timeout=60, command_timeout=20,
                  kernel_log_source="auto", kernel_log_files=None, kernel_log_window_hours=72,
                  services=None, record=False, scrub=True, fixture=None, pynvml=None, host=None,
-                 nvml_library=None):
+                 nvml_library=None, kubernetes=None):
         self.source = source
         self.subsets = resolve_gather_subset(gather_subset)
         if fixture is not None:
@@ -103,6 +106,7 @@ class Collection:
         self.kernel_log_files = kernel_log_files or []
         self.kernel_log_window_hours = kernel_log_window_hours
         self.services = services or []
+        self.kubernetes = kubernetes or KubernetesOptions()
         self.record = record
         self.scrub = scrub
         self.fixture = fixture
@@ -150,6 +154,10 @@ class Collection:
                 window_hours=self.kernel_log_window_hours, timeout=self.step_timeout())
         if "driver_clients" in self.subsets:
             collect_driver_clients(host, facts, timeout=self.step_timeout())
+        if "bmc" in self.subsets:
+            collect_bmc_in_band(host, facts, self.kernel_log_window_hours, self.step_timeout())
+        if "kubernetes" in self.subsets:
+            collect_kubernetes(host, facts, self.kubernetes, self.step_timeout())
         settle_driver_mismatch(facts)
         prune_unrequested(facts, self.subsets)
         facts["collection"] = collection_status(

@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import re
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 SOURCES = ("nvml", "nvidia_smi", "replay", "none")
 
@@ -60,6 +60,8 @@ def new_facts():
         "xid_events": [],
         "kernel_events": [],
         "driver_clients": None,
+        "bmc": None,
+        "kubernetes": None,
         "errors": [],
     }
 

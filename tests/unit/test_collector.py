@@ -17,8 +17,8 @@ from tests.support.hanging_host import HangingOn
     (["min"], ["driver", "gpus"]),
     (["driver"], ["driver"]),
     (["mig"], ["driver", "gpus", "mig"]),
-    (["all", "!kernel_log"], ["driver", "gpus", "processes", "mig", "nvlink", "host", "driver_clients"]),
-    (["!host"], ["driver", "gpus", "processes", "mig", "nvlink", "kernel_log", "driver_clients"]),
+    (["all", "!kernel_log"], ["driver", "gpus", "processes", "mig", "nvlink", "host", "driver_clients", "bmc", "kubernetes"]),
+    (["!host"], ["driver", "gpus", "processes", "mig", "nvlink", "kernel_log", "driver_clients", "bmc", "kubernetes"]),
     (["host"], ["host"]),
 ])
 def test_gather_subset_resolves_like_setup(requested, expected):

@@ -76,7 +76,7 @@ def test_fixture_is_a_stable_recording_of_the_real_collectors(name):
     document = fixture(name)
     assert document["format"] == "gpufleet-fixture" and document["format_version"] == 1
     assert document["recorded_at"] == RECORDED_AT
-    assert document["gather_subset"] == ["driver", "gpus", "processes", "mig", "nvlink", "host", "kernel_log"]
+    assert document["gather_subset"] == ["driver", "gpus", "processes", "mig", "nvlink", "host", "kernel_log", "bmc", "kubernetes"]
     assert document["host"]["now"] == make_demo_fleet.demo_scenarios.NOW
     journal = [key for key in document["host"]["commands"] if key.startswith("journalctl ")]
     assert journal == ["journalctl _TRANSPORT=kernel -o short-iso --no-pager --since=-72h"]
