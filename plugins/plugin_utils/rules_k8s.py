@@ -96,7 +96,7 @@ def allocatable_mismatch(ctx):
         ("A GPU is missing from what pods can get: check the hardware findings (lost GPU, Xid 79) and the device "
          "plugin's log (unhealthy devices); restart the plugin pod once the GPU is back." if fewer else
          "The device plugin advertises more than the GPUs and its config give: check its config (replicas, "
-         "migStrategy) and restart the plugin pod after a MIG change."))]
+         "migStrategy) and restart the plugin pod after a change of its config or of the MIG layout."))]
 
 
 @rule("scheduling.k8s_sharing_policy", "scheduling", "warning",
