@@ -134,8 +134,7 @@ def collect_bmc_in_band(host, facts, window_hours, timeout):
     ipmitool = host.find_bin("ipmitool")
     if not ipmitool:
         bmc["status"] = "failed"
-        _add_error(bmc, (), "ipmitool is not installed, though %s is there" % device)
-        bmc["errors"][-1]["call"] = "ipmitool"
+        bmc["errors"].append({"call": "ipmitool", "reason": "ipmitool is not installed, though %s is there" % device})
         bmc["reasons"] = ["ipmitool is not installed"]
     else:
         read_bmc(BmcReader(host, ipmitool, ("-I", "open"), timeout), bmc, host.now(), window_hours)

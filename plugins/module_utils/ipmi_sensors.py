@@ -86,16 +86,17 @@ def _reading(text):
 
 
 def sensor_kind(sensor):
-    """fan, power_supply, redundancy, temperature, power, voltage or other."""
+    """fan, power_supply, redundancy, temperature, power, voltage or other; the unit decides before the name
+    ("PSU1 Temp" is a temperature, "PSU1 Fan" a fan)."""
     name, unit = sensor["name"], sensor["unit"]
     if redundancy_state(sensor) is not None:
         return "redundancy"
     if unit == "RPM" or (_FAN_NAME.search(name) and unit in (None, "percent")):
         return "fan"
-    if _PSU_NAME.search(name) or _entity_id(sensor) == 10 and unit in (None, "Watts"):
-        return "power_supply"
     if unit == "degrees C":
         return "temperature"
+    if unit in (None, "Watts", "percent") and (_PSU_NAME.search(name) or _entity_id(sensor) == 10):
+        return "power_supply"
     if unit == "Watts" and _POWER_NAME.search(name):
         return "power"
     if unit == "Volts":
@@ -164,9 +165,14 @@ def temperature_record(sensor):
     return {"name": sensor["name"], "celsius": sensor["reading"], "status": sensor["status"]}
 
 
+_COMPONENT_NAME = re.compile(r"\bpsu?\s*\d|\bpsu\b|power\s*supply|\bps\d|\bcpu|\bgpu|\bdimm|\bpch|\bnic", re.IGNORECASE)
+
+
 def _first_reading(sensors, pattern):
+    """The reading of the first sensor whose name matches, leaving out the inlets of components
+    (a power supply's or a GPU's inlet is no room air)."""
     for sensor in sensors:
-        if sensor["reading"] is not None and pattern.search(sensor["name"]):
+        if sensor["reading"] is not None and pattern.search(sensor["name"]) and not _COMPONENT_NAME.search(sensor["name"]):
             return sensor["reading"]
     return None
 

@@ -121,7 +121,7 @@ options:
   kubernetes_kubectl:
     description:
       - With the V(kubernetes) subset, allow C(kubectl get node) and C(kubectl get configmap) (read only, each bounded
-        by O(command_timeout) and a request timeout). Off by default: many nodes have no credentials for it.
+        by O(command_timeout) and a request timeout). Off by default, since many nodes have no credentials for it.
     type: bool
     default: false
   kubernetes_kubeconfig:

@@ -207,3 +207,14 @@ def test_corpus_sel_get_is_not_an_elist(corpus):
 
 def test_corpus_dcmi_power_reading(corpus):
     assert ipmi_sensors.parse_dcmi_power(corpus.read_realdata("ipmitool-dcmi-power-reading_telegraf.txt")) == 167.0
+
+
+def test_component_sensors_are_not_the_room():
+    text = ("PSU1 Inlet Temp  | 60h | ok  | 10.1 | 44 degrees C\n"
+            "GPU1 Inlet Temp  | 61h | ok  | 41.1 | 51 degrees C\n"
+            "Inlet Temp       | 04h | ok  | 55.1 | 23 degrees C\n"
+            "PSU1 Fan         | 62h | ok  | 10.1 | 8400 RPM\n"
+            "PSU1 Power       | 63h | ok  | 10.1 | 610 Watts\n")
+    sensors = ipmi_sensors.parse_sdr(text)
+    assert [sensor["kind"] for sensor in sensors] == ["temperature", "temperature", "temperature", "fan", "power_supply"]
+    assert ipmi_sensors.summarize_sensors(sensors)["inlet_temperature_c"] == 23.0
