@@ -6,6 +6,7 @@ import pytest
 from ansible_collections.gpufleet.core.plugins.module_utils.bmc_collect import collect_bmc_in_band
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost
+from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import PolicyError
 from tests.support.rule_builders import findings_of, healthy_node, only, policy
 from tests.unit.test_bmc_collect import answering_host, key
 
@@ -117,3 +118,14 @@ def test_deasserted_critical_records_are_a_warning():
     finding = only(node_with_bmc(HEALTHY_SDR, sel), "hardware.bmc_event_log")
     assert finding["severity"] == "warning" and finding["evidence"]["still_asserted"] == 0
     assert "(all deasserted since)" in finding["summary"]
+
+
+@pytest.mark.parametrize("value", [5, 61, "hot", True, None])
+def test_inlet_limit_is_validated(value):
+    with pytest.raises(PolicyError) as caught:
+        policy(thresholds={"inlet_temperature_c": value})
+    assert "thresholds.inlet_temperature_c" in str(caught.value)
+
+
+def test_inlet_limit_accepts_a_decimal():
+    assert policy(thresholds={"inlet_temperature_c": 27.5})["thresholds"]["inlet_temperature_c"] == 27.5
