@@ -727,7 +727,7 @@ def host_h100_thermal_05():
     host.bmc(HGX_SDR, HGX_SEL, "11/30/26 06:00:03 GMT\n", HGX_DCMI)
     return dict(name=name, group="h100_training", source="nvml", nvml=scenario, host=host.to_dict(),
                 description="Power capped at 500 W of 700 W; GPUs 2, 3 and 6 at 86-88 C in thermal slowdown; "
-                            "the BMC shows FAN3 failed and a 38 C inlet")
+                            "BMC: FAN3 failed, inlet 38 C")
 
 
 def host_h100_pcie_06():
@@ -871,8 +871,8 @@ def host_t4_nvsmi_14():
     gpu_uuid = "GPU-c325c434-8090-9372-31f0-cfc1d0545b27"
     host.kubernetes_node(T4_TIME_SLICING, {"nvidia.com/gpu": ["%s::%d" % (gpu_uuid, replica) for replica in range(4)]})
     return dict(name=name, group="inference", source="nvidia_smi", nvml=None, host=host.to_dict(),
-                description="Tesla T4 without pynvml: facts from nvidia-smi -q -x (515.105.01); a Kubernetes node "
-                            "whose device plugin still advertises 4 time-sliced replicas while its config says 2")
+                description="Tesla T4 without pynvml: facts from nvidia-smi -q -x (515.105.01); "
+                            "k8s node advertising stale replicas")
 
 
 def gsp_timeout_line(gpu, index, pid):
