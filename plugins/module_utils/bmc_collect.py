@@ -63,12 +63,17 @@ class BmcReader:
         self.connection = list(connection)
         self.timeout = timeout
         self.secrets = [secret for secret in secrets if secret]
+        self.timed_out = False
 
     def run(self, args):
-        """(stdout or None, error reason or None)."""
+        """(stdout or None, error reason or None). After a command timed out the BMC is taken as hung and
+        nothing more is asked of it (each further query would only wait as long again)."""
+        if self.timed_out:
+            return None, "not asked: an earlier ipmitool command timed out"
         result = self.host.run([self.ipmitool] + self.connection + ["-Z"] + list(args), self.timeout)
         if result.rc == 0:
             return result.stdout, None
+        self.timed_out = bool(result.timed_out)
         return None, self._scrub(result.describe_failure())
 
     def _scrub(self, text):

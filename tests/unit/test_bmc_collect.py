@@ -100,3 +100,13 @@ def test_bmc_subset_through_the_collection():
     assert facts["gather_subset"] == ["bmc"]
     assert facts["bmc"]["source"] == "in_band" and facts["bmc"]["redundancy"][0]["state"] == "lost"
     assert facts["kubernetes"] is None
+
+
+def test_a_hung_bmc_is_asked_nothing_more():
+    facts = new_facts()
+    hung = {"rc": None, "stdout": "", "timed_out": True}
+    host = answering_host(**{key("sdr", "elist"): hung})
+    bmc = bmc_collect.collect_bmc_in_band(host, facts, 72, 10)
+    assert bmc["status"] == "failed"
+    assert [error["reason"] for error in bmc["errors"]] == [
+        "timed out and was killed", "not asked: an earlier ipmitool command timed out"]
