@@ -13,6 +13,8 @@ import calendar
 import re
 import time
 
+from ansible_collections.gpufleet.core.plugins.module_utils.ipmi_sensors import clean_field
+
 # Records of the window kept whole (the latest ones); the others are only counted.
 MAX_SEL_EVENTS = 100
 
@@ -95,7 +97,7 @@ def parse_sel(text):
     """Records of `sel elist` / `sel list`, in log order; lines of another shape are skipped."""
     records = []
     for line in (text or "").splitlines():
-        fields = [field.strip() for field in line.split("|")]
+        fields = [clean_field(field) for field in line.split("|")]
         if len(fields) < 6 or not fields[0]:
             continue
         record_id, date_text, time_text, sensor, event, direction = fields[:6]

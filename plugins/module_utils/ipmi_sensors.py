@@ -15,6 +15,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import printable
+
 # Sensors kept whole in the facts; a BMC lists a few hundred at most.
 MAX_SENSORS = 256
 
@@ -48,7 +50,7 @@ def parse_sdr(text):
     `ipmitool sdr` (name | reading | status). Lines of another shape are skipped."""
     sensors = []
     for line in (text or "").splitlines():
-        fields = [field.strip() for field in line.split("|")]
+        fields = [clean_field(field) for field in line.split("|")]
         if len(fields) == 5:
             name, sensor_id, status, entity, reading = fields
         elif len(fields) == 3:
@@ -60,6 +62,14 @@ def parse_sdr(text):
             continue
         sensors.append(_sensor(name, sensor_id, status.lower(), entity, reading))
     return sensors
+
+
+MAX_FIELD = 200
+
+
+def clean_field(text):
+    """A column as data: control characters written out, at most MAX_FIELD characters."""
+    return printable(text.strip())[:MAX_FIELD]
 
 
 def _sensor(name, sensor_id, status, entity, reading_text):

@@ -218,3 +218,11 @@ def test_component_sensors_are_not_the_room():
     sensors = ipmi_sensors.parse_sdr(text)
     assert [sensor["kind"] for sensor in sensors] == ["temperature", "temperature", "temperature", "fan", "power_supply"]
     assert ipmi_sensors.summarize_sensors(sensors)["inlet_temperature_c"] == 23.0
+
+
+def test_hostile_bmc_text_is_data():
+    sel = "   1 | 11/29/26 | 21:13:50 GMT | Fan \x1b[31mFAN2 | Lower Critical going low | Asserted | %s\n" % ("x" * 5000)
+    (record,) = ipmi_sel.parse_sel(sel)
+    assert record["sensor"] == "Fan \\x1b[31mFAN2" and len(record["detail"]) == ipmi_sensors.MAX_FIELD
+    (sensor,) = ipmi_sensors.parse_sdr("FAN\x07 | 30h | ok | 29.1 | 6000 RPM\n")
+    assert sensor["name"] == "FAN\\x07" and sensor["reading"] == 6000.0
