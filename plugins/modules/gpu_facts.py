@@ -1137,7 +1137,8 @@ ansible_facts:
           contains:
             source:
               description: 'in_band: ipmitool on the host through /dev/ipmi0 (gather_subset bmc); lan: ipmitool
-                over the network from the controller (gpufleet.core.bmc_facts). One of: in_band, lan.'
+                over the network from the controller (gpufleet.core.bmc_facts); redfish: the chassis''s Redfish
+                Power and Thermal documents (bmc_facts protocol=redfish; no event log). One of: in_band, lan, redfish.'
               returned: success
               type: str
             address:
@@ -1315,7 +1316,7 @@ ansible_facts:
               returned: success
               type: float
             power_draw_source:
-              description: dcmi, or sdr:<sensor name>.
+              description: dcmi, sdr:<sensor name>, or redfish (PowerControl's PowerConsumedWatts).
               returned: success
               type: str
             clock_offset_s:
@@ -1324,7 +1325,7 @@ ansible_facts:
               returned: success
               type: int
             sel:
-              description: The System Event Log of the window; null when it could not be read.
+              description: The System Event Log of the window; null when it could not be read, and with source redfish.
               returned: always
               type: dict
               contains:
