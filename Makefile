@@ -70,8 +70,9 @@ system-packages:
 test-unit: $(TEST_STAMP)
 	GPUFLEET_POSTGRES_REQUIRED=1 $(VENV_PY) -m pytest tests/unit -q
 
+# The BMC test starts OpenIPMI's ipmi_sim: here a missing ipmi_sim or ipmitool fails it (plain pytest skips it).
 test-integration: $(TEST_STAMP)
-	GPUFLEET_POSTGRES_REQUIRED=1 $(VENV_PY) -m pytest tests/integration -q
+	GPUFLEET_POSTGRES_REQUIRED=1 GPUFLEET_IPMI_SIM_REQUIRED=1 $(VENV_PY) -m pytest tests/integration -q
 
 # The tests marked corpus read public captures and researched facts kept outside the repository
 # (GPUFLEET_CORPUS, else ../shared beside the checkout). `make test` runs them when the corpus is there and

@@ -24,6 +24,7 @@ import pynvml
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import normalize_pci_bus_id
 from ansible_collections.gpufleet.core.plugins.module_utils.host_facts import (
     AER_FILES, SERVICE_UNITS, SYSTEMCTL_PROPERTIES)
+from ansible_collections.gpufleet.core.plugins.module_utils.bmc_collect import CLOCK_ARGS, DCMI_ARGS, SDR_ARGS, SEL_ARGS
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import command_key
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import journalctl_argv
 from simulator.nvml_sim import catalog_values, scenario_h100_node
@@ -414,6 +415,59 @@ CONTAINERD_WITH_NVIDIA = """version = 2
 """
 
 
+# ipmitool -Z sdr elist of an HGX H100 chassis: FAN3 below its lower critical threshold, fan redundancy degraded,
+# the inlet at 38 C; both power supply groups fine.
+HGX_SDR = """\
+Inlet Temp       | 01h | unc | 55.1 | 38 degrees C
+Exhaust Temp     | 02h | ok  | 55.2 | 63 degrees C
+FAN1             | 41h | ok  | 29.1 | 11200 RPM
+FAN2             | 42h | ok  | 29.2 | 11340 RPM
+FAN3             | 43h | lcr | 29.3 | 1120 RPM
+FAN4             | 44h | ok  | 29.4 | 11270 RPM
+Fan Redundancy   | 4fh | ok  | 29.5 | Redundancy Degraded
+PSU1 Status      | 61h | ok  | 10.1 | Presence detected
+PSU2 Status      | 62h | ok  | 10.2 | Presence detected
+PSU3 Status      | 63h | ok  | 10.3 | Presence detected
+PSU4 Status      | 64h | ok  | 10.4 | Presence detected
+PS Redundancy    | 6fh | ok  | 10.5 | Fully Redundant
+Total Power      | 70h | ok  | 21.1 | 5880 Watts
+"""
+HGX_SEL = """\
+   1 | 11/20/26 | 08:02:11 GMT | Event Logging Disabled #0x07 | Log area reset/cleared | Asserted
+   2 | 11/29/26 | 23:40:12 GMT | Temperature Inlet Temp | Upper Non-critical going high | Asserted | Reading 36 > Threshold 35 degrees C
+   3 | 11/30/26 | 01:12:37 GMT | Fan FAN3 | Lower Critical going low | Asserted | Reading 1120 < Threshold 2000 RPM
+   4 | 11/30/26 | 01:12:38 GMT | Fan Fan Redundancy | Redundancy Degraded | Asserted
+"""
+HGX_DCMI = """\
+    Instantaneous power reading:                  5912 Watts
+    Minimum during sampling period:               1204 Watts
+    Maximum during sampling period:               6488 Watts
+    Average power reading over sample period:     5790 Watts
+    IPMI timestamp:                           Mon Nov 30 05:59:58 2026
+    Sampling period:                          00000001 Seconds.
+    Power reading state is:                   activated
+"""
+KUBELET_CONFIG = """\
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: systemd
+"""
+# The NVIDIA device plugin's config on a Kubernetes inference node, changed from 4 replicas to 2 without a restart
+# of the plugin: the kubelet still holds the 4 replicas it registered.
+T4_TIME_SLICING = """\
+version: v1
+flags:
+  migStrategy: none
+sharing:
+  timeSlicing:
+    renameByDefault: false
+    failRequestsGreaterThanOne: false
+    resources:
+    - name: nvidia.com/gpu
+      replicas: 2
+"""
+
+
 class SimHost:
     """Builds a ReplayHost dict for one Ubuntu 22.04 host: files, folders, commands and programs."""
 
@@ -537,6 +591,27 @@ class SimHost:
         self.commands["nvidia-smi -q -x"] = {"rc": 0, "stdout": text, "stderr": ""}
         return self
 
+    # -- the chassis (BMC, in-band ipmitool) and Kubernetes
+
+    def bmc(self, sdr, sel, clock, dcmi=None):
+        """/dev/ipmi0 and ipmitool answering sdr elist, sel elist, sel time get and dcmi power reading."""
+        self.dirs["/dev"] = sorted(["null", "zero", "tty", "ipmi0", "nvidia0", "nvidiactl"])
+        self.bins["ipmitool"] = "/usr/bin/ipmitool"
+        answers = ((SDR_ARGS, sdr), (SEL_ARGS, sel), (CLOCK_ARGS, clock), (DCMI_ARGS, dcmi))
+        for args, text in answers:
+            key = command_key(["ipmitool", "-I", "open", "-Z"] + list(args))
+            self.commands[key] = ({"rc": 0, "stdout": text, "stderr": ""} if text is not None else
+                                  {"rc": 1, "stdout": "", "stderr": "DCMI request failed because: Invalid command (c1)"})
+        return self
+
+    def kubernetes_node(self, device_plugin_config, registered):
+        """A kubelet, the device plugin's config file and the devices it registered ({resource: [ids]})."""
+        self.files["/var/lib/kubelet/config.yaml"] = KUBELET_CONFIG
+        self.files["/etc/nvidia-device-plugin/config.yaml"] = device_plugin_config
+        checkpoint = {"Data": {"PodDeviceEntries": None, "RegisteredDevices": registered}, "Checksum": 2876434481}
+        self.files["/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"] = json.dumps(checkpoint)
+        return self
+
     def to_dict(self):
         self.systemctl_show()
         self.journalctl_output()
@@ -649,8 +724,10 @@ def host_h100_thermal_05():
         gpu["power"]["limit_w"] = 500.0
         gpu["processes"] = [process(77301 + index, "/usr/bin/python3", 70656)]
     host = training_node(name, scenario).gpu_processes(scenario, "pt_main_thread")
+    host.bmc(HGX_SDR, HGX_SEL, "11/30/26 06:00:03 GMT\n", HGX_DCMI)
     return dict(name=name, group="h100_training", source="nvml", nvml=scenario, host=host.to_dict(),
-                description="Power capped at 500 W of 700 W; GPUs 2, 3 and 6 at 86-88 C in thermal slowdown")
+                description="Power capped at 500 W of 700 W; GPUs 2, 3 and 6 at 86-88 C in thermal slowdown; "
+                            "BMC: FAN3 failed, inlet 38 C")
 
 
 def host_h100_pcie_06():
@@ -804,8 +881,11 @@ def host_t4_nvsmi_14():
     host.nvidia_smi_xml(read_t4_sample()).container_toolkit("1.13.5").cuda_toolkits("11.7.1")
     # a pass-through GPU of a VM: the virtual PCIe port exposes no AER, so there are no aer_dev_* files
     host.process(1318, "Xorg").process(48211, "python3")
+    gpu_uuid = "GPU-c325c434-8090-9372-31f0-cfc1d0545b27"
+    host.kubernetes_node(T4_TIME_SLICING, {"nvidia.com/gpu": ["%s::%d" % (gpu_uuid, replica) for replica in range(4)]})
     return dict(name=name, group="inference", source="nvidia_smi", nvml=None, host=host.to_dict(),
-                description="Tesla T4 without pynvml: facts from nvidia-smi -q -x (515.105.01)")
+                description="Tesla T4 without pynvml: facts from nvidia-smi -q -x (515.105.01); "
+                            "k8s node advertising stale replicas")
 
 
 def gsp_timeout_line(gpu, index, pid):

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests need when they are missing: Chromium renders report.html in a test,
 # PostgreSQL serves the run store tests (tests/support/postgres.py), systemd-analyze checks the scheduling
-# units. A fresh machine or CI has none of them; this is the only place that installs them.
+# units, ipmi_sim and ipmitool are the BMC test's IPMI endpoint and its client. A fresh machine or CI has none
+# of them; this is the only place that installs them.
 set -euo pipefail
 
 missing=()
@@ -9,6 +10,8 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
 # systemd-analyze verify checks contrib/systemd's units (tests/unit/collection/test_scheduling_units.py)
 command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+command -v ipmi_sim >/dev/null 2>&1 || missing+=(openipmi)
+command -v ipmitool >/dev/null 2>&1 || missing+=(ipmitool)
 
 if ((${#missing[@]} == 0)); then
     exit 0

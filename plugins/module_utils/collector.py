@@ -14,6 +14,7 @@ import re
 import threading
 import time
 
+from ansible_collections.gpufleet.core.plugins.module_utils.bmc_collect import collect_bmc_in_band
 from ansible_collections.gpufleet.core.plugins.module_utils.driver_clients import collect_driver_clients
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
     add_error, drop_impossible_readings, new_facts, normalize_pci_bus_id, printable)
@@ -22,6 +23,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.host_facts import (
 from ansible_collections.gpufleet.core.plugins.module_utils.host_pressure import sample_host_pressure
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import (
     DeadlineHost, RecordingHost, ReplayHost, command_key)
+from ansible_collections.gpufleet.core.plugins.module_utils.k8s_sharing import KubernetesOptions, collect_kubernetes
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import collect_kernel_log
 from ansible_collections.gpufleet.core.plugins.module_utils.nvidia_presence import collect_nvidia_evidence
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import collect_nvidia_smi
@@ -35,9 +37,9 @@ FIXTURE_FORMAT = "gpufleet-fixture"
 FIXTURE_FORMAT_VERSION = 1
 
 ALL_SUBSETS = ("driver", "gpus", "processes", "mig", "nvlink", "host", "kernel_log", "driver_clients",
-               "workload", "host_pressure")
+               "workload", "host_pressure", "bmc", "kubernetes")
 # Subsets added after fixtures were first recorded: a replay runs them only when its fixture has them.
-LATER_SUBSETS = ("driver_clients", "workload", "host_pressure")
+LATER_SUBSETS = ("driver_clients", "workload", "host_pressure", "bmc", "kubernetes")
 MIN_SUBSETS = ("driver", "gpus")
 NVML_LIBRARY = "libnvidia-ml.so.1"
 PROC_DRIVER_GPUS = "/proc/driver/nvidia/gpus"
@@ -96,7 +98,7 @@ class Collection:
     def __init__(self, source="auto", gather_subset=None, timeout=60, command_timeout=20,
                  kernel_log_source="auto", kernel_log_files=None, kernel_log_window_hours=72,
                  services=None, record=False, scrub=True, fixture=None, pynvml=None, host=None,
-                 nvml_library=None, pressure_sample_seconds=0):
+                 nvml_library=None, pressure_sample_seconds=0, kubernetes=None):
         self.source = source
         self.subsets = resolve_gather_subset(gather_subset)
         if fixture is not None:
@@ -109,6 +111,7 @@ class Collection:
         self.kernel_log_window_hours = kernel_log_window_hours
         self.services = services or []
         self.pressure_sample_seconds = pressure_sample_seconds
+        self.kubernetes = kubernetes or KubernetesOptions()
         self.record = record
         self.scrub = scrub
         self.fixture = fixture
@@ -164,6 +167,10 @@ class Collection:
             # a replay answers at once: waiting would sample nothing new
             sample_host_pressure(host, facts, self.pressure_sample_seconds, self.remaining,
                                  sleep=(lambda _seconds: None) if self.fixture is not None else time.sleep)
+        if "bmc" in self.subsets:
+            collect_bmc_in_band(host, facts, self.kernel_log_window_hours, self.step_timeout())
+        if "kubernetes" in self.subsets:
+            collect_kubernetes(host, facts, self.kubernetes, self.step_timeout())
         settle_driver_mismatch(facts)
         prune_unrequested(facts, self.subsets)
         facts["collection"] = collection_status(

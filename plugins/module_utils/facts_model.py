@@ -62,6 +62,8 @@ def new_facts():
         "driver_clients": None,
         "workload": None,
         "host_pressure": None,
+        "bmc": None,
+        "kubernetes": None,
         "errors": [],
     }
 

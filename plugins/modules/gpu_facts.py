@@ -49,8 +49,8 @@ options:
     description:
       - Which parts to collect, as in M(ansible.builtin.setup).
       - V(all), V(min) (driver and GPU inventory), or any of V(driver), V(gpus), V(processes), V(mig), V(nvlink),
-        V(host), V(kernel_log), V(driver_clients), V(workload), V(host_pressure); prefix a name with C(!) to leave
-        it out.
+        V(host), V(kernel_log), V(driver_clients), V(workload), V(host_pressure), V(bmc), V(kubernetes); prefix a
+        name with C(!) to leave it out.
       - V(driver_clients) looks through C(/proc/<pid>/maps) for processes that loaded NVIDIA driver libraries of
         another version than the kernel module (a container with its own driver libraries, a stale CUDA compat
         package); bounded to 4096 processes and 10 seconds, and it needs root to read other users' processes.
@@ -68,9 +68,19 @@ options:
       - V(host_pressure) samples CPU, memory and I/O pressure (C(/proc/pressure)), load per core, available memory
         and swap activity over O(pressure_sample_seconds), with GPU utilization from C(nvidia-smi) about once a
         second.
+      - V(bmc) reads the host's BMC in-band through C(/dev/ipmi0) with C(ipmitool) (sensors from C(sdr elist), the
+        event log of the last O(kernel_log_window_hours) from C(sel elist) with times in UTC, the BMC clock and the
+        DCMI power reading). A host without an IPMI device reports C(bmc.status=no_device); one with the device but
+        without C(ipmitool) or without the permission to open it (not root) reports an entry in C(errors).
+        For a BMC read over the network from the controller see M(gpufleet.core.bmc_facts).
+      - V(kubernetes) reads, on a Kubernetes node, the NVIDIA device plugin's sharing configuration (time slicing or
+        MPS replicas, C(renameByDefault), C(failRequestsGreaterThanOne), the MIG strategy) from
+        O(kubernetes_device_plugin_config) or, with O(kubernetes_kubectl), from O(kubernetes_configmap), and what the
+        node advertises (C(nvidia.com/*) allocatable and capacity from C(kubectl get node), else the devices the
+        plugin registered in the kubelet's checkpoint). A host that is no Kubernetes node reports C(kubernetes.node=false).
       - V(processes), V(mig), V(nvlink) and V(host_pressure) imply V(gpus); V(gpus) implies V(driver); V(workload)
-        implies V(processes). A replay runs V(driver_clients), V(workload) and V(host_pressure) only when the
-        fixture recorded them.
+        implies V(processes). A replay runs V(driver_clients), V(workload), V(host_pressure), V(bmc) and
+        V(kubernetes) only when the fixture recorded them.
     type: list
     elements: str
     default: [all]
@@ -123,6 +133,32 @@ options:
         averages).
     type: int
     default: 3
+  kubernetes_device_plugin_config:
+    description:
+      - With the V(kubernetes) subset, NVIDIA device plugin config files (YAML or JSON, version v1) to read, the first
+        that exists wins, before any ConfigMap.
+    type: list
+    elements: path
+    default: [/etc/nvidia-device-plugin/config.yaml]
+  kubernetes_kubectl:
+    description:
+      - With the V(kubernetes) subset, allow C(kubectl get node) and C(kubectl get configmap) (read only, each bounded
+        by O(command_timeout) and a request timeout). Off by default, since many nodes have no credentials for it.
+    type: bool
+    default: false
+  kubernetes_kubeconfig:
+    description:
+      - The kubeconfig for C(kubectl), for example C(/etc/kubernetes/kubelet.conf); unset, kubectl's own default.
+    type: path
+  kubernetes_configmap:
+    description:
+      - C(namespace/name) of the ConfigMap holding the device plugin config (the GPU Operator's
+        C(devicePlugin.config.name)); the key is the node's C(nvidia.com/device-plugin.config) label, else the only key.
+    type: str
+  kubernetes_node_name:
+    description:
+      - The node's name in Kubernetes; unset, the host name in lower case.
+    type: str
   record:
     description:
       - Write a fixture to this path on the target host with every raw NVML answer (errors as integer codes),
@@ -183,6 +219,14 @@ EXAMPLES = r"""
     record: /tmp/gpu-fixture.json
   become: true
 
+- name: BMC sensors and event log, and the device plugin's sharing through kubectl
+  gpufleet.core.gpu_facts:
+    gather_subset: [min, bmc, kubernetes]
+    kubernetes_kubectl: true
+    kubernetes_kubeconfig: /etc/kubernetes/kubelet.conf
+    kubernetes_configmap: gpu-operator/time-slicing-config
+  become: true
+
 - name: Replay a recorded fixture anywhere
   gpufleet.core.gpu_facts:
     source: replay
@@ -205,7 +249,8 @@ ansible_facts:
       description: 'Facts returned by gpufleet.core.gpu_facts. Schema version 1.x: fields are only added within
         a major version. A value that the backend could not read is null, never invented; the reason is in errors[].
         1.1 added nvidia_evidence, collection, kernel_log (bounded kernel-log events with counts), driver_clients
-        and kernel_events[].client_process and client_pid. 1.2 added workload and host_pressure.'
+        and kernel_events[].client_process and client_pid. 1.2 added workload and host_pressure, bmc (BMC sensors
+        and event log) and kubernetes (device plugin sharing and node resources).'
       returned: always
       type: dict
       contains:
@@ -1863,6 +1908,410 @@ ansible_facts:
                 or failed), null (none). One of: nvidia-smi, facts, null.'
               returned: success
               type: str
+        bmc:
+          description: The BMC's sensors and event log (gather_subset bmc, in band; or joined from gpufleet.core.bmc_facts
+            over LAN by the audit); null when neither ran. Added in 1.2.
+          returned: always
+          type: dict
+          contains:
+            source:
+              description: 'in_band: ipmitool on the host through /dev/ipmi0 (gather_subset bmc); lan: ipmitool
+                over the network from the controller (gpufleet.core.bmc_facts); redfish: the chassis''s Redfish
+                Power and Thermal documents (bmc_facts protocol=redfish; no event log). One of: in_band, lan, redfish.'
+              returned: success
+              type: str
+            address:
+              description: The BMC's address for lan; null in band.
+              returned: success
+              type: str
+            status:
+              description: 'complete; partial (the sensors or the event log could not be read); failed (neither;
+                errors says why: no ipmitool, no permission, no answer); no_device (no /dev/ipmi0: no BMC driver
+                or no BMC; not an error). One of: complete, partial, failed, no_device.'
+              returned: success
+              type: str
+            reasons:
+              description: What could not be read; empty when complete.
+              returned: always
+              type: list
+              elements: str
+            sensors:
+              description: Every SDR sensor (ipmitool sdr elist), at most 256.
+              returned: always
+              type: list
+              elements: dict
+              contains:
+                name:
+                  description: Sensor name as the BMC's SDR gives it.
+                  returned: success
+                  type: str
+                kind:
+                  description: 'What the sensor measures, from its unit, name and entity. One of: fan, power_supply,
+                    redundancy, temperature, power, voltage, other.'
+                  returned: success
+                  type: str
+                status:
+                  description: 'ipmitool''s status column: ok, ns (no reading), nc/cr/nr or lnc/lcr/lnr/unc/ucr/unr
+                    (a lower or upper non-critical, critical or non-recoverable threshold crossed).'
+                  returned: success
+                  type: str
+                reading:
+                  description: Numeric reading in unit; null for discrete sensors and sensors without a reading.
+                  returned: success
+                  type: float
+                unit:
+                  description: RPM, degrees C, Watts, percent, Volts, Amps or null.
+                  returned: success
+                  type: str
+                states:
+                  description: Discrete states the BMC reports (e.g. Presence detected, Failure detected, Redundancy
+                    Lost).
+                  returned: always
+                  type: list
+                  elements: str
+            sensors_left_out:
+              description: Sensors beyond the 256 kept.
+              returned: success
+              type: int
+            fans:
+              description: Fan sensors.
+              returned: always
+              type: list
+              elements: dict
+              contains:
+                name:
+                  description: Fan sensor.
+                  returned: success
+                  type: str
+                rpm:
+                  description: Speed in RPM when the sensor reads RPM.
+                  returned: success
+                  type: float
+                percent:
+                  description: Speed in percent when the sensor reads percent.
+                  returned: success
+                  type: float
+                status:
+                  description: ipmitool's status column.
+                  returned: success
+                  type: str
+                failed:
+                  description: Below a critical or non-recoverable threshold, stopped (0 RPM with a reading), or
+                    a failure state.
+                  returned: success
+                  type: bool
+                slow:
+                  description: Below a non-critical threshold.
+                  returned: success
+                  type: bool
+            power_supplies:
+              description: Power supply sensors.
+              returned: always
+              type: list
+              elements: dict
+              contains:
+                name:
+                  description: Power supply sensor.
+                  returned: success
+                  type: str
+                watts:
+                  description: Output power when the sensor reads watts.
+                  returned: success
+                  type: float
+                present:
+                  description: Presence detected (true), absent (false), or not said (null).
+                  returned: success
+                  type: bool
+                failed:
+                  description: Failure detected, or a critical threshold crossed.
+                  returned: success
+                  type: bool
+                predictive_failure:
+                  description: Predictive failure asserted.
+                  returned: success
+                  type: bool
+                ac_lost:
+                  description: AC (input) lost.
+                  returned: success
+                  type: bool
+                states:
+                  description: Discrete states as the BMC words them.
+                  returned: always
+                  type: list
+                  elements: str
+            redundancy:
+              description: Redundancy sensors (power supplies, fans).
+              returned: always
+              type: list
+              elements: dict
+              contains:
+                name:
+                  description: Redundancy sensor.
+                  returned: success
+                  type: str
+                group:
+                  description: 'What is redundant, from the sensor''s name and entity. One of: power_supply, fan,
+                    other.'
+                  returned: success
+                  type: str
+                state:
+                  description: 'Fully Redundant, Redundancy Lost, Redundancy Degraded, or Non-Redundant (running
+                    without a spare). One of: redundant, lost, degraded, non_redundant.'
+                  returned: success
+                  type: str
+                text:
+                  description: The states as the BMC words them.
+                  returned: success
+                  type: str
+            temperatures:
+              description: Temperature sensors.
+              returned: always
+              type: list
+              elements: dict
+              contains:
+                name:
+                  description: Temperature sensor.
+                  returned: success
+                  type: str
+                celsius:
+                  description: Reading in degrees C.
+                  returned: success
+                  type: float
+                status:
+                  description: ipmitool's status column.
+                  returned: success
+                  type: str
+            inlet_temperature_c:
+              description: The first inlet or ambient temperature sensor's reading.
+              returned: success
+              type: float
+            exhaust_temperature_c:
+              description: The first exhaust or outlet temperature sensor's reading.
+              returned: success
+              type: float
+            power_draw_w:
+              description: 'The chassis power draw: DCMI''s instantaneous reading, else the first power sensor of
+                the SDR.'
+              returned: success
+              type: float
+            power_draw_source:
+              description: dcmi, sdr:<sensor name>, or redfish (PowerControl's PowerConsumedWatts).
+              returned: success
+              type: str
+            clock_offset_s:
+              description: The BMC clock (sel time get) minus the host's clock, in seconds, for lining SEL times
+                up with the kernel log.
+              returned: success
+              type: int
+            sel:
+              description: The System Event Log of the window; null when it could not be read, and with source redfish.
+              returned: always
+              type: dict
+              contains:
+                window_hours:
+                  description: The window, the module's kernel_log_window_hours.
+                  returned: success
+                  type: int
+                count:
+                  description: Records in the window, kept or not (records without a time count as in it).
+                  returned: success
+                  type: int
+                untimed:
+                  description: Of them, records without a time.
+                  returned: success
+                  type: int
+                dropped:
+                  description: Records of the window not kept in events (only the latest 100 are).
+                  returned: success
+                  type: int
+                total_records:
+                  description: Records in the whole event log.
+                  returned: success
+                  type: int
+                by_severity:
+                  description: Records of the window per severity.
+                  returned: always
+                  type: dict
+                  contains:
+                    critical:
+                      description: See the schema.
+                      returned: success
+                      type: int
+                    warning:
+                      description: See the schema.
+                      returned: success
+                      type: int
+                    info:
+                      description: See the schema.
+                      returned: success
+                      type: int
+                events:
+                  description: The latest records of the window, in log order.
+                  returned: always
+                  type: list
+                  elements: dict
+                  contains:
+                    id:
+                      description: SEL record id as ipmitool prints it (hexadecimal).
+                      returned: success
+                      type: str
+                    time:
+                      description: UTC time, ISO 8601 (ipmitool -Z), comparable with xid_events[].time; null when
+                        the BMC clock was not set (Pre-Init).
+                      returned: success
+                      type: str
+                    raw_time:
+                      description: The date and time columns as printed, when time is null.
+                      returned: success
+                      type: str
+                    sensor:
+                      description: The sensor (type and name) the record is about.
+                      returned: success
+                      type: str
+                    event:
+                      description: The event as ipmitool words it (e.g. Failure detected, Lower Critical going low).
+                      returned: success
+                      type: str
+                    asserted:
+                      description: True for an assertion, false for a deassertion (the condition ended).
+                      returned: success
+                      type: bool
+                    detail:
+                      description: Further columns (reading and threshold).
+                      returned: success
+                      type: str
+                    severity:
+                      description: 'From the event text: failures, AC lost, fatal and uncorrectable errors, critical
+                        thresholds and lost redundancy are critical; predictive failures, correctable-error limits,
+                        non-critical thresholds, non-redundancy and chassis intrusion are warnings. One of: critical,
+                        warning, info.'
+                      returned: success
+                      type: str
+                    cleared:
+                      description: An assertion that a later record of the same sensor and event deasserts.
+                      returned: success
+                      type: bool
+            errors:
+              description: The BMC queries that failed (in band they are also in errors[]).
+              returned: always
+              type: list
+              elements: dict
+              contains:
+                call:
+                  description: The ipmitool query that failed (connection options left out).
+                  returned: success
+                  type: str
+                reason:
+                  description: 'Why: ipmitool''s message (a password never appears), a timeout, a missing program.'
+                  returned: success
+                  type: str
+        kubernetes:
+          description: The NVIDIA device plugin's GPU sharing and the node's advertised GPU resources on a Kubernetes
+            node (gather_subset kubernetes); null when that subset did not run. Added in 1.2.
+          returned: always
+          type: dict
+          contains:
+            node:
+              description: True when the host is a Kubernetes node (a kubelet config or the device-plugins folder).
+              returned: success
+              type: bool
+            node_name:
+              description: The node's name (kubernetes_node_name, else the host name in lower case).
+              returned: success
+              type: str
+            status:
+              description: 'partial: something could not be read (errors says what). One of: complete, partial,
+                not_a_node.'
+              returned: success
+              type: str
+            sharing:
+              description: The device plugin's sharing config; null when none was found.
+              returned: always
+              type: dict
+              contains:
+                source:
+                  description: file:<path> or configmap:<namespace>/<name>.
+                  returned: success
+                  type: str
+                config_name:
+                  description: The ConfigMap key that was used.
+                  returned: success
+                  type: str
+                version:
+                  description: The config's version (v1 when unset).
+                  returned: success
+                  type: str
+                strategy:
+                  description: 'The active sharing: mps when sharing.mps has a resource with replicas > 1, else
+                    time_slicing when sharing.timeSlicing has, else none. One of: none, time_slicing, mps.'
+                  returned: success
+                  type: str
+                mig_strategy:
+                  description: flags.migStrategy (none, single, mixed) when the config sets it.
+                  returned: success
+                  type: str
+                resources:
+                  description: The replicated resources of the active strategy.
+                  returned: always
+                  type: list
+                  elements: dict
+                  contains:
+                    name:
+                      description: Resource name, e.g. nvidia.com/gpu or nvidia.com/mig-1g.10gb.
+                      returned: success
+                      type: str
+                    replicas:
+                      description: Replicas per device; null when the config's value is not an integer.
+                      returned: success
+                      type: int
+                rename_by_default:
+                  description: 'renameByDefault: shared resources advertised as <name>.shared.'
+                  returned: success
+                  type: bool
+                fail_requests_greater_than_one:
+                  description: failRequestsGreaterThanOne (for mps true when unset, as the plugin does).
+                  returned: success
+                  type: bool
+                error:
+                  description: Why the config could not be read; the other values are then defaults.
+                  returned: success
+                  type: str
+            resources:
+              description: What the node advertises; null when neither kubectl nor the checkpoint gave it.
+              returned: always
+              type: dict
+              contains:
+                source:
+                  description: 'kubectl get node, or the devices the plugin registered in /var/lib/kubelet/device-plugins/kubelet_internal_checkpoint
+                    (healthy or not). One of: kubectl, kubelet_checkpoint.'
+                  returned: success
+                  type: str
+                allocatable:
+                  description: nvidia.com/* resources the node can allocate.
+                  returned: always
+                  type: dict
+                capacity:
+                  description: nvidia.com/* capacity (kubectl only).
+                  returned: always
+                  type: dict
+            labels:
+              description: The node's nvidia.com/* labels (kubectl only), at most 128.
+              returned: always
+              type: dict
+            errors:
+              description: What could not be read (also in errors[]).
+              returned: always
+              type: list
+              elements: dict
+              contains:
+                call:
+                  description: The ipmitool query that failed (connection options left out).
+                  returned: success
+                  type: str
+                reason:
+                  description: 'Why: ipmitool''s message (a password never appears), a timeout, a missing program.'
+                  returned: success
+                  type: str
 """
 # END GENERATED RETURN
 
@@ -1876,6 +2325,7 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.gpufleet.core.plugins.module_utils.collector import (
     Collection, CollectionError, validate_fixture)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import module_host
+from ansible_collections.gpufleet.core.plugins.module_utils.k8s_sharing import DEFAULT_CONFIG_FILES, KubernetesOptions
 
 # pynvml is imported only when the source can use NVML (load_pynvml): a collection through nvidia-smi
 # never pays for it. None: not installed (tests set it so); NotImplemented: not looked for yet.
@@ -1921,6 +2371,13 @@ def write_fixture(module, path, document):
     module.atomic_move(temporary, path)
 
 
+def kubernetes_options(params):
+    return KubernetesOptions(
+        config_files=params["kubernetes_device_plugin_config"], configmap=params["kubernetes_configmap"],
+        use_kubectl=params["kubernetes_kubectl"], kubeconfig=params["kubernetes_kubeconfig"],
+        node_name=params["kubernetes_node_name"])
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -1932,7 +2389,8 @@ def main():
             kernel_log_files=dict(type="list", elements="path", default=[]),
             kernel_log_window_hours=dict(type="int", default=72),
             services=dict(type="list", elements="str", default=[]),
-            pressure_sample_seconds=dict(type="int", default=3),
+        and kernel_events[].client_process and client_pid. 1.2 added workload and host_pressure, bmc (BMC
+        sensors and event log) and kubernetes (device plugin sharing and node resources).'
             record=dict(type="path"),
             scrub=dict(type="bool", default=True),
             fixture=dict(type="path"),
@@ -1964,6 +2422,8 @@ def main():
             pressure_sample_seconds=params["pressure_sample_seconds"],
             fixture=fixture, pynvml=nvml,
             host=module_host(module))
+            fixture=fixture, pynvml=pynvml,
+            host=module_host(module), kubernetes=kubernetes_options(params))
         facts, recorded = collection.run()
     except CollectionError as exc:
         module.fail_json(msg=to_native(exc))

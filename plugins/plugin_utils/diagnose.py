@@ -14,7 +14,8 @@ import datetime
 import json
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils import (
-    rules_collection, rules_driver, rules_hardware, rules_scheduling, rules_workload, rules_workload_health)
+    rules_bmc, rules_collection, rules_driver, rules_hardware, rules_k8s, rules_scheduling, rules_workload,
+    rules_workload_health)
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYER_ORDER
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import RULES, Context, list_rules, parse_time
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_custom import compile_custom_rules, run_custom_rules
@@ -25,7 +26,7 @@ ABSENT_STACK_RULES = ("driver.kernel_userspace_mismatch", "driver.nvidia_absent"
 
 # Importing a rules module registers its rules.
 RULE_MODULES = (rules_collection, rules_driver, rules_hardware, rules_scheduling, rules_workload,
-                rules_workload_health)
+                rules_workload_health, rules_bmc, rules_k8s)
 
 
 def _checks(scope):
@@ -199,10 +200,13 @@ def fleet_findings(hosts, policies, groups=None, default=None):
     """Findings of the fleet rules, {host: [findings]}."""
     default = default or (_default_policy() if any(host not in policies for host in hosts) else None)
     result = {}
-    for name, members in skew_groups(hosts, policies, groups, default).items():
-        members = [host for host in members if _skew_applies(policies.get(host) or default)]
+    for name, group in skew_groups(hosts, policies, groups, default).items():
+        members = [host for host in group if _skew_applies(policies.get(host) or default)]
         for host, extra in rules_driver.version_skew(name, _driver_versions(hosts, members)).items():
             if not any(finding["rule"] == "driver.version_skew" for finding in result.get(host, ())):
+                result.setdefault(host, []).extend(extra)
+        for host, extra in rules_k8s.sharing_skew(name, {host: hosts[host] for host in group}).items():
+            if not any(finding["rule"] == rules_k8s.SHARING_SKEW.id for finding in result.get(host, ())):
                 result.setdefault(host, []).extend(extra)
     base = groups if groups is not None else _policy_groups(hosts, policies, default)
     for name, members in sorted(base.items()):

@@ -92,6 +92,8 @@ DEFAULT_POLICY = {
         "nvlink_errors_warning": 1,
         "xid_window_hours": 72,
         "vbios_mismatch": True,
+        # ASHRAE class A2's allowable maximum; DGX-class systems specify 30 C (docs/policy.md)
+        "inlet_temperature_c": 35,
     },
     "persistence_mode": True,
     "compute_mode": None,

@@ -119,6 +119,7 @@ POLICY_SCHEMA = section({
         "nvlink_errors_warning": integer(0),
         "xid_window_hours": integer(1, 8760),
         "vbios_mismatch": boolean(),
+        "inlet_temperature_c": number(10, 60),
     }),
     "persistence_mode": boolean(nullable=True),
     "compute_mode": choice((None, "default", "exclusive_process", "prohibited")),

@@ -79,7 +79,8 @@ def test_fixture_is_a_stable_recording_of_the_real_collectors(name):
     assert document["format"] == "gpufleet-fixture" and document["format_version"] == 1
     assert document["recorded_at"] == RECORDED_AT
     workload = ["workload", "host_pressure"] if "gather_subset" in SCENARIOS[name] else []
-    assert document["gather_subset"] == ["driver", "gpus", "processes", "mig", "nvlink", "host", "kernel_log"] + workload
+    assert document["gather_subset"] == (["driver", "gpus", "processes", "mig", "nvlink", "host", "kernel_log"]
+                                         + workload + ["bmc", "kubernetes"])
     assert document["host"]["now"] == make_demo_fleet.demo_scenarios.NOW
     journal = [key for key in document["host"]["commands"] if key.startswith("journalctl ")]
     assert [key for key in journal if " -o short-iso " in key] == [

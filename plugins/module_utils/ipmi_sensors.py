@@ -1,0 +1,220 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The BMC's sensors as ipmitool prints them (`ipmitool sdr elist`, the 3-column `ipmitool sdr`,
+`ipmitool dcmi power reading`), and what they say about fans, power supplies, redundancy,
+inlet and exhaust temperature and power draw.
+
+Discrete sensors (a power supply, a redundancy group) print status `ok` whatever their state: the
+state is only in the text column ("Presence detected, Failure detected", "Redundancy Lost"), so
+that text is what is read. Threshold sensors carry the BMC's verdict in the status column (`lcr`:
+below the lower critical threshold)."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import re
+
+from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import printable
+
+# Sensors kept whole in the facts; a BMC lists a few hundred at most.
+MAX_SENSORS = 256
+
+# ipmitool's status column: ok, ns (no reading), nc/cr/nr (non-critical, critical, non-recoverable),
+# with l/u for the lower or upper threshold.
+CRITICAL_STATUSES = ("cr", "nr", "lcr", "lnr", "ucr", "unr")
+NON_CRITICAL_STATUSES = ("nc", "lnc", "unc")
+UNREADABLE_STATUSES = ("ns",)
+
+_READING_RE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(.*?)\s*$")
+_UNITS = {"rpm": "RPM", "degrees c": "degrees C", "watts": "Watts", "percent": "percent", "volts": "Volts",
+          "amps": "Amps", "feet": "feet"}
+_FAN_NAME = re.compile(r"\bfan|\bfans\b|cooling", re.IGNORECASE)
+_PSU_NAME = re.compile(r"\bpsu?\s*\d|\bpsu\b|power\s*supply|\bps\d|pwr\s*supply", re.IGNORECASE)
+_INLET_NAME = re.compile(r"inlet|ambient|intake|front\s*panel\s*temp|\bsys(?:tem)?\s*air\s*in", re.IGNORECASE)
+_EXHAUST_NAME = re.compile(r"exhaust|outlet|air\s*out", re.IGNORECASE)
+_POWER_NAME = re.compile(r"power|pwr|consumption|\bwatt", re.IGNORECASE)
+
+# Redundancy states (IPMI generic event/reading type 0Bh), as ipmitool words them.
+_REDUNDANCY_STATES = (
+    ("fully redundant", "redundant"),
+    ("redundancy lost", "lost"),
+    ("redundancy degraded", "degraded"),
+    ("non-redundant", "non_redundant"),
+)
+LOST_REDUNDANCY = ("lost", "non_redundant")
+
+
+def parse_sdr(text):
+    """Sensors of `ipmitool sdr elist` (name | id | status | entity | reading) or of the 3-column
+    `ipmitool sdr` (name | reading | status). Lines of another shape are skipped."""
+    sensors = []
+    for line in (text or "").splitlines():
+        fields = [clean_field(field) for field in line.split("|")]
+        if len(fields) == 5:
+            name, sensor_id, status, entity, reading = fields
+        elif len(fields) == 3:
+            name, reading, status = fields
+            sensor_id = entity = None
+        else:
+            continue
+        if not name:
+            continue
+        sensors.append(_sensor(name, sensor_id, status.lower(), entity, reading))
+    return sensors
+
+
+MAX_FIELD = 200
+
+
+def clean_field(text):
+    """A column as data: control characters written out, at most MAX_FIELD characters."""
+    return printable(text.strip())[:MAX_FIELD]
+
+
+def _sensor(name, sensor_id, status, entity, reading_text):
+    value, unit, states = _reading(reading_text)
+    sensor = {"name": name, "id": sensor_id, "status": status or None, "entity": entity,
+              "reading": value, "unit": unit, "states": states}
+    sensor["kind"] = sensor_kind(sensor)
+    return sensor
+
+
+def _reading(text):
+    """(value, unit, [discrete states]) of a reading column: "6000 RPM", "0 Watts, Presence detected,
+    Failure detected", "Redundancy Lost", "0x00", "no reading", "Disabled"."""
+    parts = [part.strip() for part in (text or "").split(",") if part.strip()]
+    value = unit = None
+    if parts:
+        match = _READING_RE.match(parts[0])
+        if match and match.group(2).lower() in _UNITS:
+            value = float(match.group(1))
+            unit = _UNITS[match.group(2).lower()]
+            parts = parts[1:]
+    states = [part for part in parts if not re.match(r"^0x[0-9a-fA-F]+$", part)]
+    return value, unit, states
+
+
+def sensor_kind(sensor):
+    """fan, power_supply, redundancy, temperature, power, voltage or other; the unit decides before the name
+    ("PSU1 Temp" is a temperature, "PSU1 Fan" a fan)."""
+    name, unit = sensor["name"], sensor["unit"]
+    if redundancy_state(sensor) is not None:
+        return "redundancy"
+    if unit == "RPM" or (_FAN_NAME.search(name) and unit in (None, "percent")):
+        return "fan"
+    if unit == "degrees C":
+        return "temperature"
+    if unit in (None, "Watts", "percent") and (_PSU_NAME.search(name) or _entity_id(sensor) == 10):
+        return "power_supply"
+    if unit == "Watts" and _POWER_NAME.search(name):
+        return "power"
+    if unit == "Volts":
+        return "voltage"
+    return "other"
+
+
+def _entity_id(sensor):
+    entity = sensor.get("entity") or ""
+    try:
+        return int(entity.split(".")[0])
+    except ValueError:
+        return None
+
+
+def redundancy_state(sensor):
+    """redundant, lost, degraded, non_redundant, or None for a sensor that is no redundancy sensor."""
+    for state in sensor["states"]:
+        lowered = state.lower()
+        for words, value in _REDUNDANCY_STATES:
+            if lowered.startswith(words):
+                return value
+    return None
+
+
+def _has_state(sensor, words):
+    return any(words in state.lower() for state in sensor["states"])
+
+
+def fan_record(sensor):
+    status = sensor["status"]
+    rpm = sensor["reading"] if sensor["unit"] == "RPM" else None
+    stopped = rpm is not None and rpm <= 0 and status not in UNREADABLE_STATUSES
+    return {
+        "name": sensor["name"], "rpm": rpm,
+        "percent": sensor["reading"] if sensor["unit"] == "percent" else None,
+        "status": status,
+        "failed": status in CRITICAL_STATUSES or stopped or _has_state(sensor, "fail"),
+        "slow": status in NON_CRITICAL_STATUSES,
+    }
+
+
+def power_supply_record(sensor):
+    return {
+        "name": sensor["name"],
+        "watts": sensor["reading"] if sensor["unit"] == "Watts" else None,
+        "present": True if _has_state(sensor, "presence detected") else (
+            False if _has_state(sensor, "absent") else None),
+        "failed": _has_state(sensor, "failure detected") or sensor["status"] in CRITICAL_STATUSES,
+        "predictive_failure": _has_state(sensor, "predictive failure"),
+        "ac_lost": _has_state(sensor, "ac lost") or _has_state(sensor, "input lost"),
+        "states": list(sensor["states"]),
+    }
+
+
+def redundancy_record(sensor):
+    group = "power_supply" if _PSU_NAME.search(sensor["name"]) or _entity_id(sensor) == 10 else (
+        "fan" if _FAN_NAME.search(sensor["name"]) else "other")
+    text = ", ".join(sensor["states"])
+    if group == "other" and re.search(r"power", sensor["name"], re.IGNORECASE):
+        group = "power_supply"
+    return {"name": sensor["name"], "group": group, "state": redundancy_state(sensor), "text": text}
+
+
+def temperature_record(sensor):
+    return {"name": sensor["name"], "celsius": sensor["reading"], "status": sensor["status"]}
+
+
+_COMPONENT_NAME = re.compile(r"\bpsu?\s*\d|\bpsu\b|power\s*supply|\bps\d|\bcpu|\bgpu|\bdimm|\bpch|\bnic", re.IGNORECASE)
+
+
+def _first_reading(sensors, pattern):
+    """The reading of the first sensor whose name matches, leaving out the inlets of components
+    (a power supply's or a GPU's inlet is no room air)."""
+    for sensor in sensors:
+        if sensor["reading"] is not None and pattern.search(sensor["name"]) and not _COMPONENT_NAME.search(sensor["name"]):
+            return sensor["reading"]
+    return None
+
+
+def summarize_sensors(sensors):
+    """The parts of the facts made from the sensors (fans, power supplies, redundancy, temperatures, power)."""
+    kinds = {}
+    for sensor in sensors:
+        kinds.setdefault(sensor["kind"], []).append(sensor)
+    temperatures = kinds.get("temperature", [])
+    power = [sensor for sensor in kinds.get("power", []) if sensor["reading"] is not None]
+    return {
+        "fans": [fan_record(sensor) for sensor in kinds.get("fan", [])],
+        "power_supplies": [power_supply_record(sensor) for sensor in kinds.get("power_supply", [])],
+        "redundancy": [redundancy_record(sensor) for sensor in kinds.get("redundancy", [])],
+        "temperatures": [temperature_record(sensor) for sensor in temperatures],
+        "inlet_temperature_c": _first_reading(temperatures, _INLET_NAME),
+        "exhaust_temperature_c": _first_reading(temperatures, _EXHAUST_NAME),
+        "power_draw_w": power[0]["reading"] if power else None,
+        "power_draw_source": "sdr:%s" % power[0]["name"] if power else None,
+    }
+
+
+_DCMI_RE = re.compile(r"^\s*Instantaneous power reading:\s*(\d+(?:\.\d+)?)\s*Watts", re.MULTILINE | re.IGNORECASE)
+_DCMI_STATE_RE = re.compile(r"^\s*Power reading state is:\s*(\S+)", re.MULTILINE | re.IGNORECASE)
+
+
+def parse_dcmi_power(text):
+    """Instantaneous watts of `ipmitool dcmi power reading`, or None (no reading, or DCMI power
+    management deactivated)."""
+    match = _DCMI_RE.search(text or "")
+    state = _DCMI_STATE_RE.search(text or "")
+    if match is None or (state is not None and state.group(1).lower() != "activated"):
+        return None
+    return float(match.group(1))
