@@ -1,5 +1,5 @@
 """Hardware rules on the BMC's facts, each with a triggering and a non-triggering case. The facts come from
-the real bmc collector reading ipmitool output written for these tests (tests/unit/test_bmc_collect.py)."""
+the real bmc collector reading ipmitool output written for these tests (tests/unit/plugins/module_utils/test_bmc_collect.py)."""
 
 import pytest
 

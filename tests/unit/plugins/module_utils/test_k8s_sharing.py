@@ -10,51 +10,7 @@ import yaml
 from ansible_collections.gpufleet.core.plugins.module_utils import k8s_sharing, simple_yaml
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost, command_key
-
-TIME_SLICING = """\
-version: v1
-flags:
-  migStrategy: none
-sharing:
-  timeSlicing:
-    renameByDefault: false
-    failRequestsGreaterThanOne: true
-    resources:
-    - name: nvidia.com/gpu
-      replicas: 4
-"""
-
-MPS = """\
-version: v1
-sharing:
-  mps:
-    renameByDefault: true   # advertised as nvidia.com/gpu.shared
-    resources:
-      - name: nvidia.com/gpu
-        replicas: 10
-"""
-
-MIXED_MIG = """\
-version: v1
-flags:
-  migStrategy: mixed
-sharing:
-  timeSlicing:
-    resources:
-    - name: nvidia.com/gpu
-      replicas: 2
-    - name: nvidia.com/mig-1g.10gb
-      replicas: 4
-"""
-
-NO_SHARING = """\
-version: v1
-flags:
-  migStrategy: single
-  failOnInitError: true
-  plugin:
-    deviceListStrategy: [envvar]
-"""
+from tests.support.k8s_samples import MIXED_MIG, MPS, NO_SHARING, TIME_SLICING
 
 
 @pytest.mark.parametrize("text", [TIME_SLICING, MPS, MIXED_MIG, NO_SHARING])
