@@ -2389,8 +2389,12 @@ def main():
             kernel_log_files=dict(type="list", elements="path", default=[]),
             kernel_log_window_hours=dict(type="int", default=72),
             services=dict(type="list", elements="str", default=[]),
-        and kernel_events[].client_process and client_pid. 1.2 added workload and host_pressure, bmc (BMC
-        sensors and event log) and kubernetes (device plugin sharing and node resources).'
+            pressure_sample_seconds=dict(type="int", default=3),
+            kubernetes_device_plugin_config=dict(type="list", elements="path", default=list(DEFAULT_CONFIG_FILES)),
+            kubernetes_kubectl=dict(type="bool", default=False),
+            kubernetes_kubeconfig=dict(type="path"),
+            kubernetes_configmap=dict(type="str"),
+            kubernetes_node_name=dict(type="str"),
             record=dict(type="path"),
             scrub=dict(type="bool", default=True),
             fixture=dict(type="path"),
@@ -2421,8 +2425,6 @@ def main():
             services=params["services"], record=bool(params["record"]), scrub=params["scrub"],
             pressure_sample_seconds=params["pressure_sample_seconds"],
             fixture=fixture, pynvml=nvml,
-            host=module_host(module))
-            fixture=fixture, pynvml=pynvml,
             host=module_host(module), kubernetes=kubernetes_options(params))
         facts, recorded = collection.run()
     except CollectionError as exc:
