@@ -27,15 +27,6 @@ def previous_counters(connection, previous_run):
     return found
 
 
-def invert_groups(groups):
-    """{group: [hosts]} (Ansible's `groups`) -> {host: [groups]}."""
-    by_host = {}
-    for group, hosts in (groups or {}).items():
-        for host in hosts or ():
-            by_host.setdefault(host, []).append(group)
-    return by_host
-
-
 def history_findings(connection, facts_by_host, host_policies, groups_of_host, previous_run, current=None):
     """({host: [findings]}, rule ids evaluated). current: store.counters.fleet_counters of this run."""
     if current is None:

@@ -49,9 +49,18 @@ def retention_of(policies):
     return longest(facts, DEFAULT_FACTS_DAYS), longest(runs, DEFAULT_RUNS_DAYS)
 
 
+def invert_groups(groups):
+    """{group: [hosts]} (Ansible's `groups`) -> {host: [groups]}."""
+    by_host = {}
+    for group, hosts in (groups or {}).items():
+        for host in hosts or ():
+            by_host.setdefault(host, []).append(group)
+    return by_host
+
+
 def settings_for(report_root, inventory_url=None, enabled=None, policies=(), environ=None, groups=None):
-    """groups: Ansible's {group: [hosts]}, for group baselines."""
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.history_findings import invert_groups
+    """groups: Ansible's {group: [hosts]}, for group baselines. Imports nothing beyond the standard library:
+    a controller without SQLAlchemy gets a store that fails (and says why), not a failed audit."""
     url, source = resolve_url(report_root, inventory_url, enabled, environ)
     facts_days, runs_days = retention_of(list(policies))
     return StoreSettings(url, source, facts_days, runs_days, invert_groups(groups))

@@ -4,6 +4,10 @@
 """Alembic's environment for the run store: always online, on the connection store/schema.py hands over
 (config.attributes["connection"]), inside that connection's transaction. No alembic.ini is needed."""
 
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+
 from alembic import context
 
 connection = context.config.attributes["connection"]

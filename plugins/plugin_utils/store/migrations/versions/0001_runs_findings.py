@@ -7,6 +7,10 @@ Revision ID: 0001
 Revises:
 """
 
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+
 import sqlalchemy as sa
 from alembic import op
 
