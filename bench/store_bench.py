@@ -216,9 +216,9 @@ def print_store(result):
             print("   with %-10s / without: %.3f (median of paired rounds)" % (name, over["ratio_" + name]))
     for name, query in result["queries"].items():
         print("   %s, %d runs of %d hosts (%d findings a run; filled in %.0f s): changes %.3f s, history of one "
-              "finding over %d runs %.4f s" % (name, QUERY_RUNS, QUERY_HOSTS, query["findings_per_run"],
-                                                query["fill_seconds"], query["changes_seconds"],
-                                                query["history_runs"], query["history_seconds"]))
+              "finding over %d runs %.4f s" % (
+                  name, QUERY_RUNS, QUERY_HOSTS, query["findings_per_run"], query["fill_seconds"],
+                  query["changes_seconds"], query["history_runs"], query["history_seconds"]))
     size = result["size"]
     print("   size: %d bytes per host and run; %.1f MB after %d daily runs of %d hosts (default retention)"
           % (size["bytes_per_host_and_run"], size["bytes_after_30_runs"] / 1e6, size["runs"], size["hosts"]))

@@ -130,8 +130,11 @@ def gpu_drift(ctx, what, read):
 
 @history_rule("driver.baseline_driver", "driver", "warning", "Driver version moved from the baseline run", "drift")
 def driver_version(ctx):
-    version = lambda facts: ((facts or {}).get("driver") or {}).get("version")  # noqa: E731
-    return host_drift(ctx, "Driver version", version(ctx.before), version(ctx.facts))
+    return host_drift(ctx, "Driver version", driver_of(ctx.before), driver_of(ctx.facts))
+
+
+def driver_of(facts):
+    return ((facts or {}).get("driver") or {}).get("version")
 
 
 @history_rule("hardware.baseline_gpu_count", "hardware", "warning", "GPU count moved from the baseline run", "drift")
@@ -142,8 +145,11 @@ def gpu_count(ctx):
 
 @history_rule("hardware.baseline_gpu_models", "hardware", "warning", "GPU models moved from the baseline run", "drift")
 def gpu_models(ctx):
-    models = lambda facts: sorted(str(gpu.get("name")) for gpu in gpus(facts))  # noqa: E731
-    return host_drift(ctx, "GPU models", models(ctx.before) or None, models(ctx.facts))
+    return host_drift(ctx, "GPU models", models_of(ctx.before) or None, models_of(ctx.facts))
+
+
+def models_of(facts):
+    return sorted(str(gpu.get("name")) for gpu in gpus(facts))
 
 
 @history_rule("hardware.baseline_vbios", "hardware", "warning", "VBIOS version moved from the baseline run", "drift")
@@ -284,13 +290,13 @@ def xid_rate(ctx):
                  and (parse_time(event.get("time")) or since) > since]
         rate = len(newer) / days
         if newer and rate > limit:
-            found.append(ctx.finding(gpu, "%s: %d Xid events since the previous run %.1f days ago (%.1f per day, "
-                                          "above %s)" % (gpu_label(gpu), len(newer), days, rate, limit),
-                                     {"after": len(newer), "before": 0, "days": round(days, 3), "per_day": round(rate, 3),
-                                      "threshold_per_day": limit, "since": previous.observed_at,
-                                      "xids": sorted({event.get("xid") for event in newer if event.get("xid")})},
-                                     "Look up the Xids in the report; a GPU with a rising Xid rate should be drained "
-                                     "before it takes jobs down."))
+            summary = "%s: %d Xid events since the previous run %.1f days ago (%.1f per day, above %s)" % (
+                gpu_label(gpu), len(newer), days, rate, limit)
+            evidence = {"after": len(newer), "before": 0, "days": round(days, 3), "per_day": round(rate, 3),
+                        "threshold_per_day": limit, "since": previous.observed_at,
+                        "xids": sorted({event.get("xid") for event in newer if event.get("xid")})}
+            found.append(ctx.finding(gpu, summary, evidence, "Look up the Xids in the report; a GPU with a rising "
+                                                             "Xid rate should be drained before it takes jobs down."))
     return found
 
 

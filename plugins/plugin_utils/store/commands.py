@@ -134,8 +134,8 @@ def diff_action(args, connection, _root):
     run_a, run_b = find_run(connection, args.run_a), find_run(connection, args.run_b)
     new, cleared, persisting = diff_findings(connection, run_a, run_b)
     data = {"from": run_a.run_id, "to": run_b.run_id, "new": new, "cleared": cleared, "persisting": persisting}
-    lines = ["%s -> %s: %d new, %d cleared, %d persisting" % (run_a.run_id, run_b.run_id, len(new), len(cleared),
-                                                             len(persisting))]
+    lines = ["%s -> %s: %d new, %d cleared, %d persisting" % (
+        run_a.run_id, run_b.run_id, len(new), len(cleared), len(persisting))]
     for label, findings in (("new", new), ("cleared", cleared)):
         if findings:
             lines.append("%s:" % label)

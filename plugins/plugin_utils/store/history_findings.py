@@ -8,8 +8,8 @@ other finding (summary, verdicts, every renderer), before the run is compared an
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from sqlalchemy import select
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import select
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import DEFAULT_FAIL_SEVERITY, NO_FAILURE
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_history import (
     DRIFT_RULES, TREND_RULES, HistoryContext, run_rules)

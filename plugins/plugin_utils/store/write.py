@@ -12,8 +12,8 @@ import json
 import os
 import zlib
 
-from sqlalchemy import delete, select
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import delete, select
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import fleet_counters
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import (
     BASELINES, CAUSES, FACTS, FINDINGS, GPU_COUNTERS, HOSTS, RUN_TABLES, RUNS)

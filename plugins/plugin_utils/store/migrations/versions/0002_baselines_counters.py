@@ -11,8 +11,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 
-import sqlalchemy as sa
-from alembic import op
+try:
+    import sqlalchemy as sa
+    from alembic import op
+except ImportError:  # loaded only by Alembic (store/schema.py), which brings both
+    sa = op = None
 
 revision = "0002"
 down_revision = "0001"
