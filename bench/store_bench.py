@@ -74,21 +74,23 @@ def audit_seconds(results, policies, folder, started_at, store):
 
 
 def overhead(rounds, work, postgres_url):
+    """Each store first gets one run (the day before), then every round audits without a store and into
+    each store, in turn, one day later each round: a scheduled audit into a store that grows run by run."""
     templates, group_policies = load_templates()
     results, policies = build_fleet(OVERHEAD_HOSTS, templates, group_policies)
-    stores = {"sqlite": lambda number: StoreSettings(sqlite_url(work, "overhead-%d.sqlite" % number), "bench")}
+    stores = {"sqlite": StoreSettings(sqlite_url(work, "overhead.sqlite"), "bench")}
     if postgres_url:
-        stores["postgresql"] = lambda number: StoreSettings(postgres_url(), "bench")
-    now = datetime.datetime.now(datetime.timezone.utc)
+        stores["postgresql"] = StoreSettings(postgres_url(), "bench")
+    start = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=rounds + 1)
+    for store in stores.values():
+        audit_seconds(results, policies, work, iso(start), store)
     times = {"none": []}
     times.update({name: [] for name in stores})
     status = {}
     for number in range(rounds):
+        started_at = iso(start + datetime.timedelta(days=number + 1))
         for name in ["none"] + list(stores):
-            store = stores[name](number) if name != "none" else None
-            if store is not None:  # the store holds the previous day's run
-                audit_seconds(results, policies, work, iso(now - datetime.timedelta(days=1)), store)
-            seconds, report = audit_seconds(results, policies, work, iso(now), store)
+            seconds, report = audit_seconds(results, policies, work, started_at, stores.get(name))
             times[name].append(seconds)
             status[name] = (report.get("store") or {}).get("status", "none")
     result = {"hosts": OVERHEAD_HOSTS, "gpus_per_host": 8, "rounds": rounds, "store_status": status,
@@ -102,14 +104,17 @@ def overhead(rounds, work, postgres_url):
 # ---------------------------------------------------------------- b) queries at 10,000 hosts
 
 def synthetic_run(number, started_at, hosts):
+    """A report of `hosts` hosts with FINDINGS_PER_HOST findings each (one host in 50 has one fewer, so
+    runs differ)."""
     findings = {}
     for host_number in range(hosts):
         host = "gpu-node-%05d" % host_number
+        count = FINDINGS_PER_HOST if (host_number + number) % 50 else FINDINGS_PER_HOST - 1
         findings[host] = [{"rule": QUERY_RULES[(host_number + k) % len(QUERY_RULES)],
                            "layer": QUERY_RULES[(host_number + k) % len(QUERY_RULES)].split(".")[0],
                            "severity": "warning", "host": host, "gpu": "0000:%02x:00.0" % (0x1b + k),
                            "summary": "finding %d" % k, "evidence": {}, "action": "look", "fix": None}
-                          for k in range(FINDINGS_PER_HOST if (host_number + number) % 50 else FINDINGS_PER_HOST - 1)]
+                          for k in range(count)]
     run = {"id": "run-%02d" % number, "started_at": started_at, "finished_at": started_at, "status": "complete",
            "scope": {"pattern": "all"}, "fail_severity": "critical"}
     hosts_status = {host: {"status": "ok", "facts_file": None, "message": None} for host in findings}
@@ -117,20 +122,33 @@ def synthetic_run(number, started_at, hosts):
 
 
 def fill_query_store(url):
+    """QUERY_RUNS runs written through write_run, the audit's own writer; the findings of the fleet are
+    built once and shared (each run drops a different host's last finding), so filling takes minutes, not
+    the hour that 30 full reports of 10,000 hosts would."""
     engine = make_engine(url)
     ensure_schema(engine)
     start = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=QUERY_RUNS)
+    full = synthetic_run(0, iso(start), QUERY_HOSTS)
+    identified_all = identify(full["findings"], {})
     wall = time.perf_counter()
-    history = {}
+    first_seen = {}
+    report = None
     for number in range(QUERY_RUNS):
         started = iso(start + datetime.timedelta(days=number))
-        report = synthetic_run(number, started, QUERY_HOSTS)
-        identified = identify(report["findings"], {})
-        runs = {identity: (history.get(identity, (started, 0))[0], history.get(identity, (started, 0))[1] + 1)
-                for _finding, identity, _parts in identified}
-        history = runs
+        dropped = {"gpu-node-%05d" % host for host in range((50 - number % 50) % 50, QUERY_HOSTS, 50)}
+        identified = [(finding, identity, parts) for finding, identity, parts in identified_all
+                      if not (finding["host"] in dropped and parts[2] == "bus:0000:1e:00.0")]
+        history = {}
+        for _finding, identity, _parts in identified:
+            since, count = first_seen.get(identity, (started, 0))
+            history[identity] = (since, count + 1)
+        first_seen = history
+        report = {"run": dict(full["run"], id="run-%02d" % number, started_at=started), "hosts": {},
+                  "findings": [finding for finding, _identity, _parts in identified], "summary": {},
+                  "causes": [], "report_version": "bench"}
         with engine.begin() as connection:
-            write_run(connection, report, {}, identified, runs, keep_facts=False)
+            write_run(connection, report, {}, identified, history, keep_facts=False)
+    report["hosts"] = full["hosts"]
     return engine, time.perf_counter() - wall, report
 
 
@@ -143,14 +161,15 @@ def query_times(url, repeats):
         for _ in range(repeats):
             wall = time.perf_counter()
             with engine.connect() as connection:
-                previous_run = previous_complete_run(connection, "all")
+                newest = previous_complete_run(connection, "all")  # the last run itself: compare with the one before
+                previous_run = previous_complete_run(connection, "all", before_pk=newest.id)
                 previous = open_findings(connection, previous_run.id)
                 _history, changes = change_set.compare(identified, previous, last["run"]["started_at"], audited,
                                                        previous_run.run_id)
             changed.append(time.perf_counter() - wall)
             wall = time.perf_counter()
             with engine.connect() as connection:
-                rows = finding_history(connection, identified[len(identified) // 2][1])
+                rows = finding_history(connection, identified[0][1])  # a finding every run had
             history.append(time.perf_counter() - wall)
     finally:
         engine.dispose()
@@ -185,7 +204,8 @@ def size_growth(work):
             "bytes_after_30_runs": sizes[-1]}
 
 
-def store_bench(rounds=2, query_repeats=5, work_root=None):
+def store_bench(rounds=2, query_repeats=5, work_root=None, parts=("overhead", "queries", "size")):
+    """Each part prints its lines as soon as it is measured (print_store prints the whole again)."""
     work = tempfile.mkdtemp(prefix="gpufleet-bench-store-", dir=work_root)
     cluster = None
     result = {}
@@ -194,11 +214,17 @@ def store_bench(rounds=2, query_repeats=5, work_root=None):
         if reason is None:
             cluster = Cluster().start()
         result["postgresql"] = "started" if cluster else "skipped: %s" % reason
-        result["overhead"] = overhead(rounds, work, cluster.new_database if cluster else None)
-        result["queries"] = {"sqlite": query_times(sqlite_url(work, "queries.sqlite"), query_repeats)}
-        if cluster:
-            result["queries"]["postgresql"] = query_times(cluster.new_database(), query_repeats)
-        result["size"] = size_growth(work)
+        if "overhead" in parts:
+            result["overhead"] = overhead(rounds, work, cluster.new_database if cluster else None)
+            print_overhead(result, flush=True)
+        if "queries" in parts:
+            result["queries"] = {"sqlite": query_times(sqlite_url(work, "queries.sqlite"), query_repeats)}
+            if cluster:
+                result["queries"]["postgresql"] = query_times(cluster.new_database(), query_repeats)
+            print_queries(result, flush=True)
+        if "size" in parts:
+            result["size"] = size_growth(work)
+            print_size(result, flush=True)
     finally:
         if cluster:
             cluster.stop()
@@ -206,19 +232,36 @@ def store_bench(rounds=2, query_repeats=5, work_root=None):
     return result
 
 
-def print_store(result):
+def print_overhead(result, flush=False):
     over = result["overhead"]
-    print("\n5. The run store (%s hosts of 8 GPUs; PostgreSQL %s)" % (over["hosts"], result["postgresql"]))
+    print("   store overhead, %s hosts of 8 GPUs (PostgreSQL %s):" % (over["hosts"], result["postgresql"]), flush=flush)
     for name, values in over["seconds"].items():
-        print("   audit, store %-10s %s s" % (name, " ".join("%.2f" % value for value in values)))
+        print("   audit, store %-10s %s s" % (name, " ".join("%.2f" % value for value in values)), flush=flush)
     for name in ("sqlite", "postgresql"):
         if "ratio_" + name in over:
-            print("   with %-10s / without: %.3f (median of paired rounds)" % (name, over["ratio_" + name]))
+            print("   with %-10s / without: %.3f (median of paired rounds)" % (name, over["ratio_" + name]), flush=flush)
+
+
+def print_queries(result, flush=False):
     for name, query in result["queries"].items():
         print("   %s, %d runs of %d hosts (%d findings a run; filled in %.0f s): changes %.3f s, history of one "
-              "finding over %d runs %.4f s" % (name, QUERY_RUNS, QUERY_HOSTS, query["findings_per_run"],
-                                                query["fill_seconds"], query["changes_seconds"],
-                                                query["history_runs"], query["history_seconds"]))
+              "finding over %d runs %.4f s" % (
+                  name, QUERY_RUNS, QUERY_HOSTS, query["findings_per_run"], query["fill_seconds"],
+                  query["changes_seconds"], query["history_runs"], query["history_seconds"]), flush=flush)
+
+
+def print_size(result, flush=False):
     size = result["size"]
     print("   size: %d bytes per host and run; %.1f MB after %d daily runs of %d hosts (default retention)"
-          % (size["bytes_per_host_and_run"], size["bytes_after_30_runs"] / 1e6, size["runs"], size["hosts"]))
+          % (size["bytes_per_host_and_run"], size["bytes_after_30_runs"] / 1e6, size["runs"], size["hosts"]),
+          flush=flush)
+
+
+def print_store(result):
+    print("\n5. The run store")
+    if "overhead" in result:
+        print_overhead(result)
+    if "queries" in result:
+        print_queries(result)
+    if "size" in result:
+        print_size(result)

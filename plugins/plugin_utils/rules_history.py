@@ -16,6 +16,7 @@ import functools
 import json
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import declare_rule, gpu_label, parse_time
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.identity import gpu_key
 
 # RuleInfo of each history rule, in declaration order; info.check(ctx) runs it
 DRIFT_RULES = []
@@ -42,25 +43,39 @@ class HistoryContext:
     """One host now and then: its facts, the baseline's facts (drift) or the GPUs' previous counters
     (trends), the policy, and where the baseline came from."""
 
-    __slots__ = ("host", "facts", "before", "baseline", "policy", "counters", "current", "rule")
+    __slots__ = ("host", "facts", "before", "baseline", "policy", "counters", "current", "_pairs", "rule")
 
-    def __init__(self, host, facts, before=None, baseline=None, policy=None, counters=None):
+    def __init__(self, host, facts, before=None, baseline=None, policy=None, counters=None, current=None):
         self.host = host
         self.facts = facts or {}
         self.before = before or {}
         self.baseline = baseline or {}
         self.policy = policy or {}
         self.counters = counters or {}
-        self.current = None  # {gpu key: counters now}, computed once for the trend rules
+        self.current = current  # {gpu key: (gpu, counters now)} (store.counters.host_counters)
+        self._pairs = None
         self.rule = None
+
+    def counter_pairs(self):
+        """[(gpu, counters now, previous counters row, days between)] for the GPUs the previous run had,
+        computed once for all the trend rules of the host."""
+        if self._pairs is None:
+            from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import host_counters
+            current = self.current if self.current is not None else host_counters(self.facts)
+            now = self.facts.get("collected_at")
+            pairs, days_since = [], {}
+            for key, (gpu, counters) in current.items():
+                previous = self.counters.get(key)
+                if previous is None:
+                    continue
+                if previous.observed_at not in days_since:
+                    days_since[previous.observed_at] = elapsed_days(now, previous.observed_at)
+                pairs.append((gpu, counters, previous, days_since[previous.observed_at]))
+            self._pairs = pairs
+        return self._pairs
 
     def finding(self, gpu, summary, evidence, action, severity=None):
         return self.rule.finding(self.host, gpu, summary, evidence, action, severity)
-
-
-def gpu_key(gpu):
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.identity import gpu_key as key
-    return key(gpu)
 
 
 def gpus(facts):
@@ -115,8 +130,11 @@ def gpu_drift(ctx, what, read):
 
 @history_rule("driver.baseline_driver", "driver", "warning", "Driver version moved from the baseline run", "drift")
 def driver_version(ctx):
-    version = lambda facts: ((facts or {}).get("driver") or {}).get("version")  # noqa: E731
-    return host_drift(ctx, "Driver version", version(ctx.before), version(ctx.facts))
+    return host_drift(ctx, "Driver version", driver_of(ctx.before), driver_of(ctx.facts))
+
+
+def driver_of(facts):
+    return ((facts or {}).get("driver") or {}).get("version")
 
 
 @history_rule("hardware.baseline_gpu_count", "hardware", "warning", "GPU count moved from the baseline run", "drift")
@@ -127,8 +145,11 @@ def gpu_count(ctx):
 
 @history_rule("hardware.baseline_gpu_models", "hardware", "warning", "GPU models moved from the baseline run", "drift")
 def gpu_models(ctx):
-    models = lambda facts: sorted(str(gpu.get("name")) for gpu in gpus(facts))  # noqa: E731
-    return host_drift(ctx, "GPU models", models(ctx.before) or None, models(ctx.facts))
+    return host_drift(ctx, "GPU models", models_of(ctx.before) or None, models_of(ctx.facts))
+
+
+def models_of(facts):
+    return sorted(str(gpu.get("name")) for gpu in gpus(facts))
 
 
 @history_rule("hardware.baseline_vbios", "hardware", "warning", "VBIOS version moved from the baseline run", "drift")
@@ -202,20 +223,14 @@ def elapsed_days(now, then):
 
 def growth(ctx, counter, label, threshold_key, action):
     """Findings for GPUs whose cumulative counter grew faster than trends.<threshold_key> per day."""
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import gpu_counters
     trends = ctx.policy.get("trends") or {}
     limit = trends.get(threshold_key)
     if limit is None:
         return []
-    if ctx.current is None:
-        ctx.current = {gpu_key(gpu): gpu_counters(gpu) for gpu in gpus(ctx.facts)}
     found = []
-    for gpu in gpus(ctx.facts):
-        previous = ctx.counters.get(gpu_key(gpu))
-        after = ctx.current[gpu_key(gpu)].get(counter)
-        before = getattr(previous, counter, None) if previous is not None else None
-        days = elapsed_days(ctx.facts.get("collected_at"), previous.observed_at) if previous is not None else None
-        if before is None or after is None or days is None or days * 24 < (trends.get("min_hours") or 0) or days <= 0:
+    for gpu, counters, previous, days in ctx.counter_pairs():
+        after, before = counters.get(counter), getattr(previous, counter, None)
+        if before is None or after is None or days is None or days <= 0 or days * 24 < (trends.get("min_hours") or 0):
             continue
         rate = (after - before) / days
         if after > before and rate > limit:
@@ -265,11 +280,9 @@ def xid_rate(ctx):
         return []
     found = []
     events = (ctx.facts or {}).get("xid_events") or ()
-    for gpu in gpus(ctx.facts):
-        previous = ctx.counters.get(gpu_key(gpu))
-        if previous is None:
-            continue
-        days = elapsed_days(ctx.facts.get("collected_at"), previous.observed_at)
+    if not events:
+        return []
+    for gpu, _counters, previous, days in ctx.counter_pairs():
         since = parse_time(previous.observed_at)
         if days is None or days <= 0 or days * 24 < (trends.get("min_hours") or 0):
             continue
@@ -277,13 +290,13 @@ def xid_rate(ctx):
                  and (parse_time(event.get("time")) or since) > since]
         rate = len(newer) / days
         if newer and rate > limit:
-            found.append(ctx.finding(gpu, "%s: %d Xid events since the previous run %.1f days ago (%.1f per day, "
-                                          "above %s)" % (gpu_label(gpu), len(newer), days, rate, limit),
-                                     {"after": len(newer), "before": 0, "days": round(days, 3), "per_day": round(rate, 3),
-                                      "threshold_per_day": limit, "since": previous.observed_at,
-                                      "xids": sorted({event.get("xid") for event in newer if event.get("xid")})},
-                                     "Look up the Xids in the report; a GPU with a rising Xid rate should be drained "
-                                     "before it takes jobs down."))
+            summary = "%s: %d Xid events since the previous run %.1f days ago (%.1f per day, above %s)" % (
+                gpu_label(gpu), len(newer), days, rate, limit)
+            evidence = {"after": len(newer), "before": 0, "days": round(days, 3), "per_day": round(rate, 3),
+                        "threshold_per_day": limit, "since": previous.observed_at,
+                        "xids": sorted({event.get("xid") for event in newer if event.get("xid")})}
+            found.append(ctx.finding(gpu, summary, evidence, "Look up the Xids in the report; a GPU with a rising "
+                                                             "Xid rate should be drained before it takes jobs down."))
     return found
 
 

@@ -11,6 +11,7 @@ import itertools
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
 
@@ -108,12 +109,26 @@ class Cluster:
             engine.dispose()
         return self.url(name)
 
+    def postmaster_pid(self):
+        try:
+            with open(os.path.join(self.data, "postmaster.pid"), encoding="ascii") as stream:
+                return int(stream.readline().strip())
+        except (OSError, ValueError):
+            return None
+
     def stop(self):
+        """pg_ctl stop; when that fails (a loaded machine, a stuck server), the server's own process is killed
+        by the id it wrote, so no server outlives its folder."""
         if self.started:
+            server = self.postmaster_pid()
             try:
                 self._run(os.path.join(self.bin, "pg_ctl"), "-D", self.data, "-m", "immediate", "-w", "stop")
             except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
-                pass
+                if server is not None:
+                    try:
+                        os.kill(server, signal.SIGKILL)
+                    except OSError:
+                        pass
             self.started = False
         shutil.rmtree(self.folder, ignore_errors=True)
 

@@ -9,8 +9,8 @@ __metaclass__ = type
 
 import datetime
 
-from sqlalchemy import delete
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import delete
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import StoreError
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import baselines, find_run, run_facts
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import BASELINES

@@ -10,10 +10,15 @@ __metaclass__ = type
 import json
 
 
-def change_entry(finding, identity, first_seen, runs_open):
-    return {"identity": identity, "rule": finding.get("rule"), "host": finding.get("host"),
-            "gpu": finding.get("gpu"), "severity": finding.get("severity"), "layer": finding.get("layer"),
-            "summary": finding.get("summary"), "first_seen": first_seen, "runs_open": runs_open}
+def change_entry(finding, identity, first_seen, runs_open, brief=False):
+    """A finding in the changes section; brief (persisting ones, which findings[] holds in full anyway):
+    without layer and summary."""
+    entry = {"identity": identity, "rule": finding.get("rule"), "host": finding.get("host"),
+             "gpu": finding.get("gpu"), "severity": finding.get("severity"), "first_seen": first_seen,
+             "runs_open": runs_open}
+    if not brief:
+        entry.update(layer=finding.get("layer"), summary=finding.get("summary"))
+    return entry
 
 
 def compare(identified, previous, run_started_at, audited_hosts, previous_run_id=None):
@@ -30,7 +35,7 @@ def compare(identified, previous, run_started_at, audited_hosts, previous_run_id
             new.append(change_entry(finding, identity, run_started_at, 1))
         else:
             history[identity] = (before.first_seen, before.runs_open + 1)
-            persisting.append(change_entry(finding, identity, before.first_seen, before.runs_open + 1))
+            persisting.append(change_entry(finding, identity, before.first_seen, before.runs_open + 1, brief=True))
     cleared = []
     for identity, row in previous.items():
         if identity not in history and row.host in audited_hosts:

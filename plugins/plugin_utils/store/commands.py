@@ -134,8 +134,8 @@ def diff_action(args, connection, _root):
     run_a, run_b = find_run(connection, args.run_a), find_run(connection, args.run_b)
     new, cleared, persisting = diff_findings(connection, run_a, run_b)
     data = {"from": run_a.run_id, "to": run_b.run_id, "new": new, "cleared": cleared, "persisting": persisting}
-    lines = ["%s -> %s: %d new, %d cleared, %d persisting" % (run_a.run_id, run_b.run_id, len(new), len(cleared),
-                                                             len(persisting))]
+    lines = ["%s -> %s: %d new, %d cleared, %d persisting" % (
+        run_a.run_id, run_b.run_id, len(new), len(cleared), len(persisting))]
     for label, findings in (("new", new), ("cleared", cleared)):
         if findings:
             lines.append("%s:" % label)
@@ -158,6 +158,10 @@ def baseline_set_action(args, connection, _root):
 
 def baseline_show_action(args, connection, _root):
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import baselines
+    if getattr(args, "markdown", False):
+        from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline_template import render_markdown
+        sys.stdout.write(render_markdown(connection))
+        return EXIT_OK
     rows = baselines(connection)
     data = {group: {"run": row.run_id, "run_started_at": row.started_at, "set_at": row.set_at}
             for group, row in rows.items()}
@@ -217,6 +221,8 @@ def register(subparsers):
     add_common(parser)
     on_run(parser, baseline_set_action)
     parser = actions.add_parser("show", help="the baselines that are set")
+    parser.add_argument("--markdown", action="store_true",
+                        help="the baseline template of each group (GPU models and counts, driver, CUDA, isolation)")
     add_common(parser)
     on_run(parser, baseline_show_action)
 

@@ -76,6 +76,9 @@ def _sqlite_pragmas(dbapi_connection, _record):
 
 def make_engine(url):
     """A SQLAlchemy engine; a SQLite file's folder is created, the file itself on first connection."""
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import IMPORT_ERROR, MISSING
+    if IMPORT_ERROR is not None:
+        raise StoreError(MISSING % IMPORT_ERROR)
     from sqlalchemy import create_engine, event
     from sqlalchemy.engine import make_url
     try:

@@ -8,8 +8,8 @@ other finding (summary, verdicts, every renderer), before the run is compared an
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from sqlalchemy import select
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import select
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import DEFAULT_FAIL_SEVERITY, NO_FAILURE
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_history import (
     DRIFT_RULES, TREND_RULES, HistoryContext, run_rules)
@@ -27,17 +27,11 @@ def previous_counters(connection, previous_run):
     return found
 
 
-def invert_groups(groups):
-    """{group: [hosts]} (Ansible's `groups`) -> {host: [groups]}."""
-    by_host = {}
-    for group, hosts in (groups or {}).items():
-        for host in hosts or ():
-            by_host.setdefault(host, []).append(group)
-    return by_host
-
-
-def history_findings(connection, facts_by_host, host_policies, groups_of_host, previous_run):
-    """({host: [findings]}, rule ids evaluated)."""
+def history_findings(connection, facts_by_host, host_policies, groups_of_host, previous_run, current=None):
+    """({host: [findings]}, rule ids evaluated). current: store.counters.fleet_counters of this run."""
+    if current is None:
+        from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import fleet_counters
+        current = fleet_counters(facts_by_host)
     audited = [host for host, facts in facts_by_host.items() if facts is not None]
     baselines = baseline_facts(connection, baseline_for_hosts(connection, audited, groups_of_host))
     counters = previous_counters(connection, previous_run)
@@ -52,7 +46,8 @@ def history_findings(connection, facts_by_host, host_policies, groups_of_host, p
             extra += run_rules(DRIFT_RULES, ctx)
             rules.update(info.id for info in DRIFT_RULES)
         if host in counters:
-            extra += run_rules(TREND_RULES, HistoryContext(host, facts, policy=policy, counters=counters[host]))
+            extra += run_rules(TREND_RULES, HistoryContext(host, facts, policy=policy, counters=counters[host],
+                                                           current=current.get(host) or {}))
             rules.update(info.id for info in TREND_RULES)
         if extra:
             found[host] = extra
@@ -84,7 +79,8 @@ def add_findings(report, extra, rule_ids):
 
 def extender(host_policies, groups_of_host):
     """The hook store.record.record_run calls inside the run's transaction."""
-    def extend(connection, report, facts_by_host, previous_run):
-        extra, rule_ids = history_findings(connection, facts_by_host, host_policies, groups_of_host, previous_run)
+    def extend(connection, report, facts_by_host, previous_run, current=None):
+        extra, rule_ids = history_findings(connection, facts_by_host, host_policies, groups_of_host, previous_run,
+                                           current)
         add_findings(report, extra, rule_ids)
     return extend

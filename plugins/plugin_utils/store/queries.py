@@ -9,8 +9,8 @@ __metaclass__ = type
 
 import json
 
-from sqlalchemy import func, select
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import func, select
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import StoreError
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import (
     BASELINES, CAUSES, FACTS, FINDINGS, GPU_COUNTERS, HOSTS, RUNS)

@@ -49,9 +49,18 @@ def retention_of(policies):
     return longest(facts, DEFAULT_FACTS_DAYS), longest(runs, DEFAULT_RUNS_DAYS)
 
 
+def invert_groups(groups):
+    """{group: [hosts]} (Ansible's `groups`) -> {host: [groups]}."""
+    by_host = {}
+    for group, hosts in (groups or {}).items():
+        for host in hosts or ():
+            by_host.setdefault(host, []).append(group)
+    return by_host
+
+
 def settings_for(report_root, inventory_url=None, enabled=None, policies=(), environ=None, groups=None):
-    """groups: Ansible's {group: [hosts]}, for group baselines."""
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.history_findings import invert_groups
+    """groups: Ansible's {group: [hosts]}, for group baselines. Imports nothing beyond the standard library:
+    a controller without SQLAlchemy gets a store that fails (and says why), not a failed audit."""
     url, source = resolve_url(report_root, inventory_url, enabled, environ)
     facts_days, runs_days = retention_of(list(policies))
     return StoreSettings(url, source, facts_days, runs_days, invert_groups(groups))
@@ -64,26 +73,29 @@ def facts_gpu_keys(facts_by_host):
 
 def store_and_compare(url, report, facts_by_host, settings, extend=None, run_dir=None):
     """Opens the store, compares and writes; returns (identified, history, changes, store section).
-    extend(connection, report, facts_by_host, previous run row): findings to add before the comparison
+    extend(connection, report, facts_by_host, previous run row, counters): findings to add before the comparison
     (drift and trends); it may add them to the report itself."""
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import make_engine
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.identity import identify
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import open_findings, previous_complete_run
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.schema import ensure_schema
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import apply_retention, scope_key, write_run
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import fleet_counters
+    counters = fleet_counters(facts_by_host)
     engine = make_engine(url)
     try:
         revision = ensure_schema(engine)
         with engine.begin() as connection:
             previous_run = previous_complete_run(connection, scope_key(report["run"]))
             if extend is not None:
-                extend(connection, report, facts_by_host, previous_run)
+                extend(connection, report, facts_by_host, previous_run, counters)
             identified = identify(report["findings"], facts_gpu_keys(facts_by_host))
             previous = open_findings(connection, previous_run.id) if previous_run is not None else {}
             audited = {host for host, entry in report["hosts"].items() if entry["status"] == "ok"}
             history, changes = change_set.compare(identified, previous, report["run"].get("started_at"), audited,
                                                   previous_run.run_id if previous_run is not None else None)
-            run_pk = write_run(connection, report, facts_by_host, identified, history, run_dir=run_dir)
+            run_pk = write_run(connection, report, facts_by_host, identified, history, run_dir=run_dir,
+                               counters_by_host=counters)
             removed = apply_retention(connection, settings.facts_days, settings.runs_days)
     finally:
         engine.dispose()

@@ -12,9 +12,9 @@ import json
 import os
 import zlib
 
-from sqlalchemy import delete, select
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.identity import gpu_key
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import delete, select
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import fleet_counters
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import (
     BASELINES, CAUSES, FACTS, FINDINGS, GPU_COUNTERS, HOSTS, RUN_TABLES, RUNS)
 
@@ -63,41 +63,19 @@ def insert_run(connection, report):
     return result.inserted_primary_key[0]
 
 
-def total(*values):
-    present = [value for value in values if isinstance(value, int) and not isinstance(value, bool)]
-    return sum(present) if present else None
-
-
-def gpu_counters(gpu):
-    """{counter column: cumulative value or None} of one GPU's facts."""
-    ecc = gpu.get("ecc") or {}
-    retired = gpu.get("retired_pages") or {}
-    remapped = gpu.get("remapped_rows") or {}
-    nvlink = [total(*(link.get("errors") or {}).values()) for link in gpu.get("nvlinks") or ()]
-    return {
-        "ecc_corrected": total(ecc.get("aggregate_corrected")),
-        "retired_pages": total(retired.get("single_bit"), retired.get("double_bit")),
-        "remapped_rows": total(remapped.get("correctable"), remapped.get("uncorrectable")),
-        "pcie_replays": total((gpu.get("pcie") or {}).get("replay_counter")),
-        "nvlink_errors": total(*nvlink),
-    }
-
-
-def counter_rows(run_pk, facts_by_host, observed_at):
+def counter_rows(run_pk, counters_by_host, facts_by_host, observed_at):
+    """Rows of gpu_counters; counters_by_host: store.counters.fleet_counters of the run."""
     rows = []
-    for host, facts in facts_by_host.items():
-        for gpu in (facts or {}).get("gpus") or ():
-            key = gpu_key(gpu)
-            if key is None or gpu.get("lost"):
-                continue
-            counters = gpu_counters(gpu)
+    for host, gpus in counters_by_host.items():
+        collected = (facts_by_host.get(host) or {}).get("collected_at") or observed_at
+        for key, (_gpu, counters) in gpus.items():
             if any(value is not None for value in counters.values()):
-                rows.append(dict(counters, run_pk=run_pk, host=host, gpu_key=key,
-                                 observed_at=facts.get("collected_at") or observed_at))
+                rows.append(dict(counters, run_pk=run_pk, host=host, gpu_key=key, observed_at=collected))
     return rows
 
 
-def write_run(connection, report, facts_by_host, identified, history, keep_facts=True, run_dir=None):
+def write_run(connection, report, facts_by_host, identified, history, keep_facts=True, run_dir=None,
+              counters_by_host=None):
     """Insert the run; identified: [(finding, identity, identity parts)]; history: {identity: (first_seen, runs_open)}.
     run_dir: the run folder, whose facts files are stored as they are. Returns the run's row number."""
     run_pk = insert_run(connection, report)
@@ -127,7 +105,9 @@ def write_run(connection, report, facts_by_host, identified, history, keep_facts
                    "data": dumps(cause)} for cause in report.get("causes") or ()]
     if cause_rows:
         connection.execute(CAUSES.insert(), cause_rows)
-    counters = counter_rows(run_pk, facts_by_host, started or "")
+    if counters_by_host is None:
+        counters_by_host = fleet_counters(facts_by_host)
+    counters = counter_rows(run_pk, counters_by_host, facts_by_host, started or "")
     if counters:
         connection.execute(GPU_COUNTERS.insert(), counters)
     return run_pk

@@ -7,8 +7,15 @@ Revision ID: 0001
 Revises:
 """
 
-import sqlalchemy as sa
-from alembic import op
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+
+try:
+    import sqlalchemy as sa
+    from alembic import op
+except ImportError:  # loaded only by Alembic (store/schema.py), which brings both
+    sa = op = None
 
 revision = "0001"
 down_revision = None

@@ -104,3 +104,12 @@ def test_default_store_is_under_the_report_root(tmp_path, capsys, monkeypatch):
     record("sqlite:///%s" % (tmp_path / "gpufleet.sqlite"), *make_run("r1", T1, {"node-1": []}))
     status, out, _err = run(["--report-root", str(tmp_path), "runs", "--json"], capsys)
     assert status == 0 and [item["run"] for item in json.loads(out)] == ["r1"]
+
+
+def test_baseline_template_as_markdown(two_runs, capsys):
+    assert run(["--store-url", two_runs, "baseline", "set", "r1"], capsys)[0] == 0
+    status, out, _err = run(["--store-url", two_runs, "baseline", "show", "--markdown"], capsys)
+    assert status == 0 and "## the whole fleet" in out
+    assert "| run | r1 (started %s" % T1 in out
+    assert "| GPU models (GPUs) | NVIDIA H100 80GB HBM3 (4) |" in out
+    assert "| driver (hosts) | 550.90.07 (2) |" in out and "| GPUs per host (hosts) | 2 (2) |" in out

@@ -16,7 +16,6 @@ from tests.support.postgres import postgres_cluster, store_url  # noqa: F401 pyl
 from tests.support.store_runs import BUS, gpu_facts, host_facts, host_wide, make_run, pcie, record, xid
 
 
-
 def days_ago(days):
     moment = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=days)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")

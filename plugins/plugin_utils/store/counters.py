@@ -1,0 +1,63 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Each GPU's cumulative error counters, read once per run from the facts: the store writes them
+(gpu_counters) and the trend rules compare them with the previous run (rules_history.py)."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.identity import gpu_key
+
+
+def total(values):
+    """The sum of the integers among values (booleans are not counts), None when there is none."""
+    found = False
+    summed = 0
+    for value in values:
+        if type(value) is int:  # bool is a subclass of int, and not a count
+            summed += value
+            found = True
+    return summed if found else None
+
+
+def nvlink_total(gpu):
+    found = False
+    summed = 0
+    for link in gpu.get("nvlinks") or ():
+        for value in (link.get("errors") or {}).values():
+            if type(value) is int:
+                summed += value
+                found = True
+    return summed if found else None
+
+
+def gpu_counters(gpu):
+    """{counter column: cumulative value or None} of one GPU's facts."""
+    ecc = gpu.get("ecc") or {}
+    retired = gpu.get("retired_pages") or {}
+    remapped = gpu.get("remapped_rows") or {}
+    return {
+        "ecc_corrected": total((ecc.get("aggregate_corrected"),)),
+        "retired_pages": total((retired.get("single_bit"), retired.get("double_bit"))),
+        "remapped_rows": total((remapped.get("correctable"), remapped.get("uncorrectable"))),
+        "pcie_replays": total(((gpu.get("pcie") or {}).get("replay_counter"),)),
+        "nvlink_errors": nvlink_total(gpu),
+    }
+
+
+def host_counters(facts):
+    """{gpu key: (gpu, counters)} of a host's GPUs that answered (lost GPUs and GPUs without a name left out)."""
+    found = {}
+    for gpu in (facts or {}).get("gpus") or ():
+        if gpu.get("lost"):
+            continue
+        key = gpu_key(gpu)
+        if key is not None:
+            found[key] = (gpu, gpu_counters(gpu))
+    return found
+
+
+def fleet_counters(facts_by_host):
+    """{host: host_counters(facts)} for the hosts whose facts were read."""
+    return {host: host_counters(facts) for host, facts in facts_by_host.items() if facts is not None}
