@@ -162,8 +162,8 @@ def summarize(hosts, rounds, runs, audit_check, smi_path, corpus_note):
 
 def print_audit(result):
     print("== 5. audit.yml against a one-task ping play: %d hosts of 8 GPUs, connection local, %d forks, "
-          "%d rounds (fake nvidia-smi from %s)" % (result["hosts"], result["forks"], result["rounds"],
-                                                    result["nvidia_smi_input"]))
+          "%d rounds (fake nvidia-smi from %s)"
+          % (result["hosts"], result["forks"], result["rounds"], result["nvidia_smi_input"]))
     if result["corpus_note"]:
         print("   note: %s" % result["corpus_note"])
     check = result["audit_check"]
