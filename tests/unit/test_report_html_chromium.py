@@ -5,9 +5,7 @@ Chromium is required, not optional: CI installs it (apt-get install -y chromium)
 fails these tests instead of skipping them.
 """
 
-import html.parser
 import os
-import shutil
 import subprocess
 import tempfile
 
@@ -15,65 +13,13 @@ import pytest
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_html import render_html
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report
+from tests.support.chromium import Dom, chromium
 from tests.support.report_inputs import HOSTILE_HOST, HOSTILE_PROCESS, hostile_inputs, large_inputs
 
-BROWSERS = ("chromium", "chromium-browser")
 FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--disable-quic", "--virtual-time-budget=10000", "--dump-dom",
 ]
-
-
-def chromium():
-    for name in BROWSERS:
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.fail("headless Chromium is required for the report.html tests: apt-get install -y chromium")
-
-
-class Dom(html.parser.HTMLParser):
-    """The parts of a dumped DOM the tests look at: every element with its attributes, and table rows."""
-
-    def __init__(self, text):
-        super().__init__(convert_charrefs=True)
-        self.elements = []
-        self.rows = []
-        self.texts = []
-        self._cells = None
-        self._cell = None
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        self.elements.append((tag, dict(attrs)))
-        if tag == "tr" and dict(attrs).get("class") == "row":
-            self._cells = []
-            self.rows.append(self._cells)
-        elif tag == "td" and self._cells is not None:
-            self._cell = []
-            self._cells.append(self._cell)
-
-    def handle_endtag(self, tag):
-        if tag == "tr":
-            self._cells = None
-
-    def handle_data(self, data):
-        self.texts.append(data)
-        if self._cell is not None:
-            self._cell.append(data)
-
-    def attribute(self, tag, name, element_id=None):
-        for element_tag, attrs in self.elements:
-            if element_tag == tag and (element_id is None or attrs.get("id") == element_id):
-                return attrs.get(name)
-        return None
-
-    def tags(self, tag):
-        return [attrs for element_tag, attrs in self.elements if element_tag == tag]
-
-    def column(self, position):
-        """Text of one column over the rendered rows (0 severity, 2 host, 5 rule)."""
-        return ["".join(cells[position]).strip() for cells in self.rows]
 
 
 def start_chromium(page, fragment, profile):

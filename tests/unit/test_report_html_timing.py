@@ -11,9 +11,9 @@ import pytest
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_html import render_html
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report
+from tests.support.chromium import Dom, chromium
 from tests.support.report_inputs import large_inputs
 from tests.support.timings import record_timing
-from tests.unit.test_report_html_chromium import Dom, chromium
 
 HOSTS = 10000
 FINDINGS_PER_HOST = 5  # about the 46,454 findings of bench/diagnose_bench.py's 10,000 hosts
