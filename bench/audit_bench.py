@@ -258,7 +258,7 @@ def print_collection_vs_setup(result):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--hosts", type=int, nargs="+", default=[200])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--task-times", action="store_true", help="time each task of the audit (callback)")
