@@ -72,10 +72,10 @@ def write_fleet(workdir, hosts, xml_text):
     return names
 
 
-def playbook_env(workdir, task_times):
+def playbook_env(workdir, task_times, tree=REPO):
     env = dict(os.environ)
     env.update({
-        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "ANSIBLE_CONFIG": str(tree / "ansible.cfg"),
         "ANSIBLE_LOCALHOST_WARNING": "0",
         "ANSIBLE_NOCOLOR": "1",
         "ANSIBLE_FORKS": str(FORKS),
@@ -93,13 +93,13 @@ def children_cpu():
     return usage.ru_utime + usage.ru_stime
 
 
-def run_playbook(workdir, playbook, task_times=False):
+def run_playbook(workdir, playbook, task_times=False, tree=REPO):
     ansible_playbook = Path(sys.executable).parent / "ansible-playbook"
-    env = playbook_env(workdir, task_times)
+    env = playbook_env(workdir, task_times, tree)
     argv = [str(ansible_playbook), "-i", str(workdir / "hosts.yml"), "-f", str(FORKS), str(playbook)]
     cpu_before = children_cpu()
     started = time.perf_counter()
-    completed = subprocess.run(argv, cwd=str(REPO), env=env, capture_output=True, text=True, timeout=3600,
+    completed = subprocess.run(argv, cwd=str(tree), env=env, capture_output=True, text=True, timeout=3600,
                                check=False)
     wall = time.perf_counter() - started
     result = {"rc": completed.returncode, "wall_s": wall, "cpu_s": children_cpu() - cpu_before,
@@ -127,18 +127,24 @@ def median(values):
     return statistics.median(values) if values else None
 
 
-def audit_bench(hosts, rounds, task_times=False, realdata=None):
+def audit_bench(hosts, rounds, task_times=False, realdata=None, compare_tree=None):
+    """compare_tree: another checkout of the collection (an earlier commit, from `git archive`) whose
+    audit.yml runs in the same rounds as audit_other."""
     smi_path, corpus_note = smi_input(realdata)
     xml_text = eight_gpu_xml(smi_path.read_text(encoding="utf-8"))
     workdir = Path(tempfile.mkdtemp(prefix="gpufleet-audit-bench-"))
+    trees = {"ping": REPO, "audit": REPO}
+    if compare_tree:
+        trees["audit_other"] = compare_tree
     try:
         write_fleet(workdir, hosts, xml_text)
-        runs = {"ping": [], "audit": []}
+        runs = {name: [] for name in trees}
         for index in range(rounds):
-            order = ("ping", "audit") if index % 2 == 0 else ("audit", "ping")
-            for name in order:
-                playbook = workdir / "ping.yml" if name == "ping" else REPO / "audit.yml"
-                runs[name].append(run_playbook(workdir, playbook, task_times and name == "audit"))
+            shift = index % len(trees)
+            names = list(trees)
+            for name in names[shift:] + names[:shift]:
+                playbook = workdir / "ping.yml" if name == "ping" else trees[name] / "audit.yml"
+                runs[name].append(run_playbook(workdir, playbook, task_times and name != "ping", trees[name]))
             if index == 0:
                 audit_check = check_audit(workdir, hosts)
             shutil.rmtree(workdir / "reports", ignore_errors=True)
@@ -157,13 +163,17 @@ def summarize(hosts, rounds, runs, audit_check, smi_path, corpus_note):
             "audit_median": median([run[clock] for run in runs["audit"]]),
             "ratio_median": median(pairs), "ratios": pairs,
         }
+        if "audit_other" in runs:
+            other = [run[clock] / ping[clock] for run, ping in zip(runs["audit_other"], runs["ping"])]
+            result[clock].update(other_median=median([run[clock] for run in runs["audit_other"]]),
+                                 other_ratio_median=median(other), other_ratios=other)
     return result
 
 
 def print_audit(result):
     print("== 5. audit.yml against a one-task ping play: %d hosts of 8 GPUs, connection local, %d forks, "
-          "%d rounds (fake nvidia-smi from %s)" % (result["hosts"], result["forks"], result["rounds"],
-                                                    result["nvidia_smi_input"]))
+          "%d rounds (fake nvidia-smi from %s)"
+          % (result["hosts"], result["forks"], result["rounds"], result["nvidia_smi_input"]))
     if result["corpus_note"]:
         print("   note: %s" % result["corpus_note"])
     check = result["audit_check"]
@@ -175,11 +185,16 @@ def print_audit(result):
         print("   %-22s ping %8.2f   audit %8.2f   ratio audit/ping %.2f (per round: %s)"
               % (label, row["ping_median"], row["audit_median"], row["ratio_median"],
                  " ".join("%.2f" % ratio for ratio in row["ratios"])))
-    for run in result["runs"]["audit"]:
-        if "task_times" in run:
-            print("   audit task times (wall s, from the first host's start to the last host's end):")
-            for task in run["task_times"]:
-                print("     %8.2f  %s" % (task["seconds"], task["name"]))
+        if "other_median" in row:
+            print("   %-22s                 other %8.2f   ratio other/ping %.2f (per round: %s)"
+                  % (label, row["other_median"], row["other_ratio_median"],
+                     " ".join("%.2f" % ratio for ratio in row["other_ratios"])))
+    for name in ("audit", "audit_other"):
+        for run in result["runs"].get(name, []):
+            if "task_times" in run:
+                print("   %s task times (wall s, from the task's start to the next task's start):" % name)
+                for task in run["task_times"]:
+                    print("     %8.2f  %s" % (task["seconds"], task["name"]))
 
 
 # ---------------------------------------------------------------- figure 6: one host's collection against setup
@@ -243,7 +258,7 @@ def print_collection_vs_setup(result):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--hosts", type=int, nargs="+", default=[200])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--task-times", action="store_true", help="time each task of the audit (callback)")
@@ -251,6 +266,8 @@ def parse_args(argv):
     parser.add_argument("--collection-rounds", type=int, default=0,
                         help="also time one host's collection against setup (figure 6) this many rounds")
     parser.add_argument("--no-audit", action="store_true", help="skip figure 5")
+    parser.add_argument("--compare-tree", type=Path, default=None,
+                        help="also run this checkout's audit.yml in every round (e.g. git archive of an earlier commit)")
     parser.add_argument("--output", type=Path, default=None)
     return parser.parse_args(argv)
 
@@ -265,7 +282,7 @@ def main(argv=None):
         print_collection_vs_setup(result)
         results.append(result)
     for hosts in [] if args.no_audit else args.hosts:
-        result = audit_bench(hosts, args.rounds, args.task_times, args.realdata)
+        result = audit_bench(hosts, args.rounds, args.task_times, args.realdata, args.compare_tree)
         result["load_at_start"] = load
         result["load_at_end"] = os.getloadavg()
         print_audit(result)

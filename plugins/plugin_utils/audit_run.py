@@ -21,7 +21,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import record_run
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import (
-    FACTS_MODE, facts_file_names, write_atomically, write_reports)
+    FACTS_MODE, facts_file_names, file_mode, write_atomically, write_reports)
 
 TOOL_VERSION = VERSION
 # a rule of the run, not of the facts: listed in rules_run only when the policy accepts unreachable hosts
@@ -38,9 +38,10 @@ def utc_now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def host_status(host, result, facts_dir, file_name=None):
+def host_status(host, result, facts_dir, file_name=None, facts_mode=None):
     """(status record for the report, facts or None); writes the host's facts file as
-    facts/<file_name>.json (file_name from report_writer.facts_file_names; the host name by default)."""
+    facts/<file_name>.json (file_name from report_writer.facts_file_names; the host name by default) with
+    facts_mode (report_writer.file_mode(FACTS_MODE), read once per run; by default read here)."""
     status = collection_status(result)
     if status != "ok":
         message = " ".join(str((result or {}).get("msg") or "no result from the host").split())
@@ -50,7 +51,7 @@ def host_status(host, result, facts_dir, file_name=None):
     # compact: indenting makes the encoder several times slower, and a fleet writes thousands of these
     # (jq . facts/<host>.json reads one); no fsync per file, the reports written after them are durable
     write_atomically(path, json.dumps(facts, sort_keys=True, separators=(",", ":")) + "\n", durable=False,
-                     mode=FACTS_MODE)
+                     mode=file_mode(FACTS_MODE) if facts_mode is None else facts_mode, umask_applied=True)
     return {"status": "ok", "facts_file": os.path.join("facts", os.path.basename(path)), "message": None}, facts
 
 
@@ -148,8 +149,9 @@ def run_audit(results, host_policies, run_dir, report_root, started_at, fail_sev
     os.makedirs(facts_dir, exist_ok=True)
     statuses, facts_by_host = {}, {}
     file_names = facts_file_names(sorted(results))
+    facts_mode = file_mode(FACTS_MODE)
     for host in sorted(results):
-        statuses[host], facts_by_host[host] = host_status(host, results[host], facts_dir, file_names[host])
+        statuses[host], facts_by_host[host] = host_status(host, results[host], facts_dir, file_names[host], facts_mode)
     accepted = accepted_unreachable(statuses, host_policies)
 
     findings = diagnose_fleet(facts_by_host, host_policies)

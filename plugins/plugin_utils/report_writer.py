@@ -78,10 +78,11 @@ def file_mode(requested):
     return requested & ~current_umask() & 0o777
 
 
-def write_atomically(path, content, durable=True, mode=REPORT_MODE):
+def write_atomically(path, content, durable=True, mode=REPORT_MODE, umask_applied=False):
     """Write to a temporary file in the same folder, flush it to disk (unless not durable), then rename it
     over path. Readers see the old file or the new one, never half of one. The file gets mode less the
-    umask (mkstemp creates it 0600 whatever the umask says).
+    umask (mkstemp creates it 0600 whatever the umask says); umask_applied: mode is file_mode() already
+    (a caller writing thousands of files reads the umask once).
 
     A lone surrogate (possible in text decoded from a host's JSON) is written as \\udXXX, which JSON reads back.
     """
@@ -93,7 +94,7 @@ def write_atomically(path, content, durable=True, mode=REPORT_MODE):
             stream.flush()
             if durable:
                 os.fsync(stream.fileno())
-        os.chmod(temporary, file_mode(mode))
+        os.chmod(temporary, mode if umask_applied else file_mode(mode))
         os.replace(temporary, path)
     except BaseException:
         if os.path.lexists(temporary):
