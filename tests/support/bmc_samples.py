@@ -1,4 +1,9 @@
-"""ipmitool output of the project's own, in the formats `ipmitool sdr elist` and `ipmitool sel elist` print."""
+"""ipmitool output of the project's own, in the formats `ipmitool sdr elist` and `ipmitool sel elist` print, and a
+host that answers them."""
+
+import calendar
+
+from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost, command_key
 
 # `ipmitool sdr elist` of a GPU server, written for these tests: two PSUs (PSU2 failed), lost redundancy,
 # one fan below its lower critical threshold, one slow, inlet 41 C above its non-critical threshold.
@@ -28,3 +33,22 @@ SEL_ELIST = """\
    6 | 11/30/26 | 02:00:00 GMT | Memory #0x2b | Uncorrectable ECC | Asserted
    7 | 10/01/26 | 02:00:00 GMT | Critical Interrupt #0x90 | Bus Fatal Error | Asserted
 """
+
+IPMITOOL = "/usr/bin/ipmitool"
+NOW = calendar.timegm((2026, 11, 30, 6, 0, 0))
+
+
+def key(*args):
+    return command_key([IPMITOOL, "-I", "open", "-Z"] + list(args))
+
+
+def answering_host(**overrides):
+    commands = {
+        key("sdr", "elist"): {"rc": 0, "stdout": SDR_ELIST},
+        key("sel", "elist"): {"rc": 0, "stdout": SEL_ELIST},
+        key("sel", "time", "get"): {"rc": 0, "stdout": "11/30/26 06:00:42 GMT\n"},
+        key("dcmi", "power", "reading"): {"rc": 1, "stdout": "", "stderr": "DCMI request failed because: Invalid command (c1)"},
+    }
+    commands.update(overrides)
+    return ReplayHost({"now": NOW, "dirs": {"/dev": ["null", "ipmi0", "tty"]}, "bins": {"ipmitool": IPMITOOL},
+                       "files": {}, "commands": commands})

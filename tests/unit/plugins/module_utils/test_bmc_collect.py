@@ -1,34 +1,13 @@
 """The bmc subset on simulated hosts: a host without an IPMI device, one without ipmitool, one where ipmitool
 may not open the device, one whose BMC answers; and the LAN arguments, which never carry the password."""
 
-import calendar
-
 from ansible_collections.gpufleet.core.plugins.module_utils import bmc_collect
 from ansible_collections.gpufleet.core.plugins.module_utils.collector import Collection
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost, command_key
+from tests.support.bmc_samples import IPMITOOL, answering_host, key
 
-from tests.unit.test_bmc_parsers import SDR_ELIST, SEL_ELIST
-
-IPMITOOL = "/usr/bin/ipmitool"
-NOW = calendar.timegm((2026, 11, 30, 6, 0, 0))
 PERMISSION = "Could not open device at /dev/ipmi0 or /dev/ipmi/0 or /dev/ipmidev/0: Permission denied"
-
-
-def key(*args):
-    return command_key([IPMITOOL, "-I", "open", "-Z"] + list(args))
-
-
-def answering_host(**overrides):
-    commands = {
-        key("sdr", "elist"): {"rc": 0, "stdout": SDR_ELIST},
-        key("sel", "elist"): {"rc": 0, "stdout": SEL_ELIST},
-        key("sel", "time", "get"): {"rc": 0, "stdout": "11/30/26 06:00:42 GMT\n"},
-        key("dcmi", "power", "reading"): {"rc": 1, "stdout": "", "stderr": "DCMI request failed because: Invalid command (c1)"},
-    }
-    commands.update(overrides)
-    return ReplayHost({"now": NOW, "dirs": {"/dev": ["null", "ipmi0", "tty"]}, "bins": {"ipmitool": IPMITOOL},
-                       "files": {}, "commands": commands})
 
 
 def test_host_without_ipmi_device_has_no_bmc_and_no_error():

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from ansible_collections.gpufleet.core.plugins.modules.bmc_facts import RedfishClient, read_redfish_bmc
-from tests.unit.test_redfish_chassis import POWER, THERMAL
+from tests.support.redfish_samples import POWER, THERMAL
 
 USER, PASSWORD = "audit", "rf-Secret-42"
 DOCUMENTS = {

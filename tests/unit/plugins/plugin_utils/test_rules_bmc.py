@@ -8,7 +8,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import n
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import PolicyError
 from tests.support.rule_builders import findings_of, healthy_node, only, policy
-from tests.unit.test_bmc_collect import answering_host, key
+from tests.support.bmc_samples import answering_host, key
 
 HEALTHY_SDR = """\
 Inlet Temp       | 04h | ok  | 55.1 | 24 degrees C

@@ -9,7 +9,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.k8s_sharing import p
 from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_fleet
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_k8s import expected_resources
 from tests.support.rule_builders import findings_of, healthy_node, only, policy
-from tests.unit.test_k8s_sharing import MIXED_MIG, MPS, NO_SHARING, TIME_SLICING
+from tests.support.k8s_samples import MIXED_MIG, MPS, NO_SHARING, TIME_SLICING
 
 K8S_RULES = ("scheduling.k8s_allocatable_mismatch", "scheduling.k8s_sharing_policy", "scheduling.k8s_sharing_skew")
 
