@@ -67,10 +67,12 @@ options:
     type: dict
 attributes:
   check_mode:
+    description: The steps do the same in check mode (the report says C(check_mode) true); they change no host.
     support: full
-    details: The steps do the same in check mode; the report says C(check_mode) true. They change nothing on the hosts.
 author:
-  - gpufleet contributors
+  - gpufleet contributors (!UNKNOWN)
+seealso:
+  - module: gpufleet.core.policy_check
 """
 
 EXAMPLES = r"""
