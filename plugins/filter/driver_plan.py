@@ -7,10 +7,11 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 name: driver_plan
-short_description: The controller-side decisions of a driver rollout
+short_description: The controller-side decisions of the driver role for one host
 version_added: 1.0.0
 description:
-  - Used by the C(driver) role and C(driver_rollout.yml); the logic is in C(plugin_utils/driver_plan.py).
+  - Used by the C(driver) role; the logic is in C(plugin_utils/driver_plan.py) and C(plugin_utils/drain.py). The
+    rollout's own steps (its batches, the stop rule, the report) are the action M(gpufleet.core.driver_rollout)'s.
   - The input is a mapping whose keys depend on O(step).
   - V(host) - what one host needs. Keys C(mode) (rollout, rollback, repair), C(policy) (the effective policy),
     C(facts) (gpu_facts), C(record) (the host's C(/var/lib/gpufleet/driver.json) or an empty mapping),
@@ -24,13 +25,6 @@ description:
   - V(verify) - problems after the change (an empty list when verified). Keys C(host), C(facts), C(policy),
     C(version), C(gpu_count).
   - V(record) - the host's new record. Keys C(record), C(plan), C(facts), C(now).
-  - V(settings) - C(batches) and C(max_fail_percentage) shared by C(policies) (a mapping of host to policy);
-    fails when they differ.
-  - V(batch_exceeds) - whether the failed share of one batch is above C(max_fail_percentage); the batch is
-    C(statuses), or C(hosts) whose C(gpufleet_driver_outcome) is read from C(hostvars).
-  - V(report) - the rollout report from C(mode), C(planned), C(outcomes) (or C(hostvars) to read each
-    host's C(gpufleet_driver_outcome) from), C(settings), C(started_at), C(finished_at), C(check_mode).
-  - V(summary) - lines for the screen from C(report) and C(path).
   - V(processes) - the GPU processes before a change. Keys C(facts) (gpu_facts) and C(scan) (the registered
     result of the role's scan for processes with C(/dev/nvidia*) open, used only when gpu_facts could not list
     the processes). Returns C(known), C(pids), C(source), C(unknown) (why gpu_facts did not know).
@@ -48,7 +42,7 @@ options:
     description: Which decision.
     type: str
     required: true
-    choices: [host, verify, record, settings, batch_exceeds, report, summary, processes, slurm_node, prior_drain]
+    choices: [host, verify, record, processes, slurm_node, prior_drain]
 """
 
 EXAMPLES = r"""
@@ -97,36 +91,6 @@ def _record(data):
     return plan.updated_record(data.get("record") or {}, data["plan"], data.get("facts") or {}, data["now"])
 
 
-def _settings(data):
-    return plan.rollout_settings(data["policies"])
-
-
-def _outcomes(data, hosts):
-    """{host: outcome}: given as C(outcomes), or read as C(gpufleet_driver_outcome) from C(hostvars)."""
-    if "outcomes" in data:
-        return data["outcomes"] or {}
-    hostvars = data["hostvars"]
-    return {host: hostvars[host].get("gpufleet_driver_outcome") for host in hosts if host in hostvars}
-
-
-def _batch_exceeds(data):
-    if "statuses" in data:
-        statuses = data["statuses"]
-    else:
-        outcomes = _outcomes(data, data["hosts"])
-        statuses = [(outcomes.get(host) or {}).get("status", "skipped") for host in data["hosts"]]
-    return plan.batch_exceeds(statuses, data["max_fail_percentage"])
-
-
-def _report(data):
-    return plan.rollout_report(data["mode"], data["planned"], _outcomes(data, data["planned"]), data["settings"],
-                               data.get("started_at"), data.get("finished_at"), data.get("check_mode", False))
-
-
-def _summary(data):
-    return plan.report_summary(data["report"], data.get("path"))
-
-
 def _processes(data):
     return drain.gpu_processes(data.get("facts"), data.get("scan"))
 
@@ -139,8 +103,7 @@ def _prior_drain(data):
     return drain.prior_drain(data["method"], data.get("output"), data["reason"])
 
 
-STEPS = {"host": _host, "verify": _verify, "record": _record, "settings": _settings,
-         "batch_exceeds": _batch_exceeds, "report": _report, "summary": _summary, "processes": _processes,
+STEPS = {"host": _host, "verify": _verify, "record": _record, "processes": _processes,
          "slurm_node": _slurm_node, "prior_drain": _prior_drain}
 
 

@@ -5,8 +5,8 @@
 it, whether the new driver verified, the host's version record, the canary batches and the rollout report.
 
 Plain functions over the effective policy (policy.py), gpu_facts and the host's record
-(/var/lib/gpufleet/driver.json); the role `driver` and driver_rollout.yml call them through the filters
-in plugins/filter/driver.py.
+(/var/lib/gpufleet/driver.json); the role `driver` calls them through the filter gpufleet.core.driver_plan,
+driver_rollout.yml through the action gpufleet.core.driver_rollout (plugin_utils/driver_rollout.py).
 """
 
 from __future__ import absolute_import, division, print_function

@@ -157,4 +157,3 @@ def test_mig_layout_refuses_a_gpu_with_unknown_processes_even_with_allow_drain(c
     # GPU 1's processes were read: it changes
     changed = run(mig_layout, capsys, gpus=[{"index": 1, "devices": {"3g.40gb": 2}}], profiles=profiles, reset=True)
     assert changed["changed"] is True and sim.layout(1) != []
-

@@ -209,4 +209,3 @@ def test_mode_steps_cancel_a_pending_change_without_a_reset():
     steps, needs_reset = mig_plan.mode_steps(1, True, False, True)
     assert [mig_plan.step_command(item) for item in steps] == ["nvidia-smi -i 1 -mig 1"] and needs_reset is False
     assert mig_plan.mode_steps(1, False, True, True) == ([], True)
-

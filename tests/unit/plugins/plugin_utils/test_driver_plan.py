@@ -200,7 +200,7 @@ def test_filter_runs_the_steps_and_names_a_missing_input():
     result = driver_plan_filter({"mode": "rollout", "policy": policy(pin="550.127.05"), "facts": facts(),
                                  "record": {}, "installed": "550.90.07-1"}, "host")
     assert result["action"] == "install"
-    with pytest.raises(AnsibleFilterError, match="missing input 'hosts'"):
-        driver_plan_filter({}, "batch_exceeds")
+    with pytest.raises(AnsibleFilterError, match="missing input 'host'"):
+        driver_plan_filter({}, "verify")
     with pytest.raises(AnsibleFilterError, match="step must be one of"):
         driver_plan_filter({}, "nope")

@@ -1,0 +1,54 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpufleet.core.driver_rollout: the controller's steps of a driver rollout (docs: modules/driver_rollout.py)."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import time
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpufleet.core.plugins.modules.driver_rollout import ARGUMENT_SPEC, REQUIRED_IF
+from ansible_collections.gpufleet.core.plugins.plugin_utils import driver_rollout as rollout
+
+
+def utc(fmt, epoch=None):
+    return time.strftime(fmt, time.gmtime(time.time() if epoch is None else epoch))
+
+
+def run_step(args, check_mode, now=None):
+    """The result of one step; RolloutError or OSError for input or files it cannot work with."""
+    step = args["step"]
+    now = time.time() if now is None else now
+    if step == "plan":
+        return rollout.plan_rollout(args["hosts"], args["host_policy"], args["policies"], args["mode"],
+                                    args["report_dir"], utc("%Y-%m-%dT%H:%M:%SZ", now), utc("%Y%m%dT%H%M%SZ", now))
+    if step == "start_batch":
+        return rollout.start_batch(args["state_file"], args["hosts"])
+    if step == "end_batch":
+        return rollout.end_batch(args["state_file"], args["outcomes"])
+    return rollout.write_report(args["state_file"], utc("%Y-%m-%dT%H:%M:%SZ", now), utc("%Y%m%dT%H%M%SZ", now),
+                                check_mode)
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars or {})
+        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC, required_if=REQUIRED_IF)
+        try:
+            outcome = run_step(args, bool(self._play_context.check_mode))
+        except (rollout.RolloutError, OSError) as exc:
+            result.update(failed=True, msg="driver_rollout(%s): %s" % (args["step"], exc))
+            return result
+        result.update(outcome, changed=False)
+        if args["step"] == "plan":
+            # serial: is templated before any host of the play runs, so the batches reach it as a fact
+            # of localhost (the task delegates its facts there); nothing changes it afterwards.
+            result["ansible_facts"] = {"gpufleet_driver_batches": outcome["batches"]}
+        return result

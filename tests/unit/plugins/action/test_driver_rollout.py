@@ -1,0 +1,188 @@
+"""gpufleet.core.driver_rollout, the controller's steps of driver_rollout.yml: the plan and its state file,
+each batch's start and end (the stop rule), and the report, written atomically as to_nice_json wrote it."""
+
+import calendar
+import json
+import os
+import stat
+import types
+
+import pytest
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.filter.core import to_nice_json
+
+from ansible_collections.gpufleet.core.plugins.action.driver_rollout import ActionModule, run_step
+from ansible_collections.gpufleet.core.plugins.plugin_utils import driver_rollout as R
+from tests.support.driver_plan_builders import policy
+
+NOW = calendar.timegm((2026, 12, 1, 12, 0, 0, 0, 0, 0))
+HOSTS = ["h1", "h2", "h3", "h4"]
+
+
+def checked(hosts, policies_by_name=None, assignment=None):
+    """policy_check's host_policy and policies: every host on one policy unless told otherwise."""
+    policies = policies_by_name or {"p0": policy()}
+    host_policy = assignment or dict.fromkeys(hosts, "p0")
+    return host_policy, policies
+
+
+def step(name, **args):
+    args = dict({"step": name, "hosts": None, "policies": None, "host_policy": None, "mode": "rollout",
+                 "report_dir": None, "state_file": None, "outcomes": None}, **args)
+    return args
+
+
+@pytest.fixture
+def planned(tmp_path):
+    host_policy, policies = checked(HOSTS)
+    return run_step(step("plan", hosts=HOSTS, host_policy=host_policy, policies=policies,
+                         report_dir=str(tmp_path / "reports")), False, now=NOW)
+
+
+def test_the_plan_takes_the_batches_from_the_policy_and_starts_a_hidden_state_file(tmp_path, planned):
+    assert (planned["batches"], planned["max_fail_percentage"]) == ([1, "10%", "100%"], 0)
+    assert planned["batch_sizes"] == [1, 1, 2] and planned["planned"] == HOSTS
+    assert planned["started_at"] == "2026-12-01T12:00:00Z" and planned["mode"] == "rollout"
+    folder, name = os.path.split(planned["state_file"])
+    assert folder == str(tmp_path / "reports") and name.startswith(".driver-rollout-20261201T120000Z.")
+    assert name.endswith(".state.json") and stat.S_IMODE(os.stat(planned["state_file"]).st_mode) == 0o600
+    state = R.read_state(planned["state_file"])
+    assert (state["batch"], state["stopped"], state["outcomes"]) == (0, False, {})
+
+
+def test_two_rollouts_started_in_the_same_second_keep_their_own_state(tmp_path, planned):
+    host_policy, policies = checked(["h9"])
+    other = run_step(step("plan", hosts=["h9"], host_policy=host_policy, policies=policies, mode="rollback",
+                          report_dir=str(tmp_path / "reports")), False, now=NOW)
+    again = run_step(step("plan", hosts=["h9"], host_policy=host_policy, policies=policies, mode="rollback",
+                          report_dir=str(tmp_path / "reports")), False, now=NOW)
+    assert len({planned["state_file"], other["state_file"], again["state_file"]}) == 3
+
+
+def test_policies_that_differ_on_the_batches_are_refused_naming_the_hosts(tmp_path):
+    slow = policy(rollout={"batches": [1, 1]})
+    host_policy, policies = checked(["a", "b"], {"p0": policy(), "p1": slow}, {"a": "p0", "b": "p1"})
+    with pytest.raises(R.RolloutError, match=r"differ between the hosts of this rollout .*: a.*: b"):
+        run_step(step("plan", hosts=["a", "b"], host_policy=host_policy, policies=policies,
+                      report_dir=str(tmp_path)), False, now=NOW)
+    assert os.listdir(str(tmp_path)) == []
+
+
+@pytest.mark.parametrize("hosts, host_policy, mode, message", [
+    (["a", "b"], {"a": "p0"}, "rollout", "no checked policy for b; run gpufleet.core.policy_check"),
+    (["a"], {"a": "p7"}, "rollout", "no checked policy for a"),
+    ([], {}, "rollout", "hosts is empty"),
+    (["a"], {"a": "p0"}, "repair", "mode must be one of rollout, rollback, got 'repair'"),
+])
+def test_bad_plan_input_is_named(tmp_path, hosts, host_policy, mode, message):
+    with pytest.raises(R.RolloutError, match=message):
+        run_step(step("plan", hosts=hosts, host_policy=host_policy, policies={"p0": policy()}, mode=mode,
+                      report_dir=str(tmp_path)), False, now=NOW)
+
+
+def changed(batch, host):
+    return {"status": "changed", "batch": batch, "action": "install", "from": "550.90.07", "to": "550.127.05",
+            "mode": "rollout"}
+
+
+def test_a_failed_canary_stops_the_rollout_and_later_batches_are_untouched(planned):
+    path = planned["state_file"]
+    assert run_step(step("start_batch", state_file=path, hosts=["h1"]), False) == {
+        "batch": 1, "stopped": False, "hosts": ["h1"]}
+    assert run_step(step("end_batch", state_file=path, outcomes={"h1": changed(1, "h1")}), False) == {
+        "batch": 1, "stopped": False, "failed": []}
+    assert run_step(step("start_batch", state_file=path, hosts=["h2"]), False)["batch"] == 2
+    failed = {"status": "failed", "batch": 2, "action": "install", "from": "550.90.07", "to": "550.127.05",
+              "msg": "1 of 2 GPUs present"}
+    assert run_step(step("end_batch", state_file=path, outcomes={"h2": failed}), False) == {
+        "batch": 2, "stopped": True, "failed": ["h2"]}
+    third = run_step(step("start_batch", state_file=path, hosts=["h3", "h4"]), False)
+    assert (third["batch"], third["stopped"]) == (3, True)
+    assert run_step(step("end_batch", state_file=path, outcomes={"h3": None, "h4": None}), False)["stopped"] is True
+
+    written = run_step(step("report", state_file=path), False, now=NOW + 75)
+    report = written["report"]
+    assert written["path"] == os.path.join(os.path.dirname(path), "driver-rollout-20261201T120115Z.json")
+    assert (report["changed"], report["failed"], report["untouched"]) == (["h1"], ["h2"], ["h3", "h4"])
+    assert (report["stopped"], report["stopped_after_batch"], report["check_mode"]) == (True, 2, False)
+    assert (report["started_at"], report["finished_at"]) == ("2026-12-01T12:00:00Z", "2026-12-01T12:01:15Z")
+    assert report["hosts"]["h3"] == {"status": "untouched"} and report["hosts"]["h2"]["msg"] == "1 of 2 GPUs present"
+    assert written["summary"][0].startswith("Driver rollout: 1 changed, 0 unchanged, 1 failed, 2 untouched")
+    assert written["summary"][-1] == "  report: %s" % written["path"]
+    assert not os.path.exists(path) and os.listdir(os.path.dirname(path)) == [os.path.basename(written["path"])]
+
+
+def test_the_report_file_is_what_to_nice_json_wrote_and_says_check_mode(planned):
+    path = planned["state_file"]
+    for batch, hosts in enumerate((["h1"], ["h2"], ["h3", "h4"]), 1):
+        run_step(step("start_batch", state_file=path, hosts=hosts), True)
+        run_step(step("end_batch", state_file=path, outcomes={host: changed(batch, host) for host in hosts}), True)
+    written = run_step(step("report", state_file=path), True, now=NOW)
+    with open(written["path"]) as handle:
+        text = handle.read()
+    assert text == to_nice_json(written["report"]) + "\n"
+    assert json.loads(text)["check_mode"] is True and json.loads(text)["changed"] == HOSTS
+    assert [json.loads(text)["hosts"][host]["batch"] for host in HOSTS] == [1, 2, 3, 3]
+    assert stat.S_IMODE(os.stat(written["path"]).st_mode) == 0o644 & ~current_umask()
+
+
+def current_umask():
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+@pytest.mark.parametrize("outcomes, message", [
+    ({"h9": None}, "outcomes for h9, not planned by this rollout"),
+    ({"h1": {"status": "done"}}, "the outcome of h1 must be a mapping with a status of changed, unchanged"),
+    ({"h1": "changed"}, "the outcome of h1 must be a mapping"),
+])
+def test_bad_outcomes_are_named_and_change_no_state(planned, outcomes, message):
+    before = R.read_state(planned["state_file"])
+    with pytest.raises(R.RolloutError, match=message):
+        run_step(step("end_batch", state_file=planned["state_file"], outcomes=outcomes), False)
+    assert R.read_state(planned["state_file"]) == before
+
+
+def test_a_batch_of_hosts_not_planned_is_refused(planned):
+    with pytest.raises(R.RolloutError, match="h7 not planned by this rollout"):
+        run_step(step("start_batch", state_file=planned["state_file"], hosts=["h1", "h7"]), False)
+
+
+def test_a_missing_or_foreign_state_file_is_named(tmp_path):
+    with pytest.raises(R.RolloutError, match="cannot read the rollout state .*nothing.json"):
+        R.read_state(str(tmp_path / "nothing.json"))
+    other = tmp_path / "other.json"
+    other.write_text('{"version": 99}')
+    with pytest.raises(R.RolloutError, match="is not a driver rollout state of version 1"):
+        R.read_state(str(other))
+
+
+# ---------------------------------------------------------------- through the action plugin
+
+def action(args, check_mode=False):
+    task = types.SimpleNamespace(args=args, async_val=0, check_mode=check_mode, action="gpufleet.core.driver_rollout")
+    connection = types.SimpleNamespace(_shell=types.SimpleNamespace(tmpdir=None))
+    return ActionModule(task=task, connection=connection, play_context=types.SimpleNamespace(check_mode=check_mode),
+                        loader=None, templar=None, shared_loader_obj=None)
+
+
+def test_the_action_returns_the_plan_and_the_batches_as_a_fact(tmp_path):
+    host_policy, policies = checked(["h1"])
+    result = action({"step": "plan", "hosts": ["h1"], "policies": policies, "host_policy": host_policy,
+                     "report_dir": str(tmp_path)}).run(task_vars={})
+    assert result["changed"] is False and "failed" not in result
+    assert result["ansible_facts"] == {"gpufleet_driver_batches": [1, "10%", "100%"]}
+    assert os.path.dirname(result["state_file"]) == str(tmp_path)
+
+
+def test_the_action_fails_the_task_with_the_step_and_the_reason(tmp_path):
+    gone = str(tmp_path / "gone.json")
+    result = action({"step": "start_batch", "state_file": gone, "hosts": ["h1"]}).run(task_vars={})
+    assert result["failed"] is True
+    assert result["msg"].startswith("driver_rollout(start_batch): cannot read the rollout state %s" % gone)
+
+
+def test_the_action_names_the_options_a_step_needs():
+    with pytest.raises(AnsibleActionFail, match="step is end_batch but all of the following are missing: outcomes"):
+        action({"step": "end_batch", "state_file": "/nowhere"}).run(task_vars={})
