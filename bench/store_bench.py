@@ -158,7 +158,7 @@ def query_times(url, repeats):
     audited = set(last["hosts"])
     changed, history = [], []
     try:
-        for _ in range(repeats):
+        for _round in range(repeats):
             wall = time.perf_counter()
             with engine.connect() as connection:
                 newest = previous_complete_run(connection, "all")  # the last run itself: compare with the one before
