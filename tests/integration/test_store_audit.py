@@ -17,7 +17,7 @@ def audit(report_dir, *extra, **environment):
     env = {name: value for name, value in os.environ.items() if name != "GPUFLEET_STORE_URL"}
     env.update(ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1", **environment)
     completed = subprocess.run([PLAYBOOK_BIN, "audit.yml", "-e", "gpufleet_report_dir=%s" % report_dir] + list(extra),
-                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
     with open(os.path.join(report_dir, "latest", "report.json"), encoding="utf-8") as stream:
         return completed, json.load(stream)
 

@@ -15,7 +15,7 @@ def total(values):
     found = False
     summed = 0
     for value in values:
-        if type(value) is int:  # bool is a subclass of int, and not a count
+        if isinstance(value, int) and not isinstance(value, bool):  # a boolean is not a count
             summed += value
             found = True
     return summed if found else None
@@ -26,7 +26,7 @@ def nvlink_total(gpu):
     summed = 0
     for link in gpu.get("nvlinks") or ():
         for value in (link.get("errors") or {}).values():
-            if type(value) is int:
+            if isinstance(value, int) and not isinstance(value, bool):
                 summed += value
                 found = True
     return summed if found else None

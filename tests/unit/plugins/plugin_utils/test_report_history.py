@@ -3,7 +3,7 @@
 import datetime
 import json
 import os
-import xml.etree.ElementTree as ElementTree
+from xml.etree import ElementTree
 
 import jsonschema
 from prometheus_client.parser import text_string_to_metric_families
@@ -65,7 +65,7 @@ def test_junit_and_terminal_say_what_changed(tmp_path):
     properties = {item.get("name"): item.get("value") for item in tree.iter("property")}
     assert (properties["gpufleet.findings_new"], properties["gpufleet.findings_cleared"],
             properties["gpufleet.findings_persisting"], properties["gpufleet.changes_against"]) == ("1", "1", "1", "r1")
-    failure = [item for item in tree.iter("failure")][0]
+    failure = list(tree.iter("failure"))[0]
     assert "(open since %s, 2 runs)" % iso(FIRST) in failure.text
     text = render_terminal(report)
     assert "Changes since r1: 1 new, 1 cleared, 1 persisting" in text

@@ -37,7 +37,7 @@ def full_facts(collected_at, serials=("S0", "S1"), **counters):
 
 
 def audit(url, run_id, days_ago, facts_by_host, groups=None, policy=POLICY):
-    report, _ = make_run(run_id, at(days_ago), {host: [] for host in facts_by_host})
+    report, _facts = make_run(run_id, at(days_ago), {host: [] for host in facts_by_host})
     settings = StoreSettings(url, "test", groups_of_host=groups or {})
     return record_run(settings, report, copy.deepcopy(facts_by_host), {host: policy for host in facts_by_host})
 
@@ -150,7 +150,7 @@ def test_slow_growth_and_turned_off_rates_are_not_findings(store_url):
 def test_xid_rate_counts_events_since_the_previous_run(store_url):
     audit(store_url, "r1", 2, {"node-1": full_facts(at(2))})
     facts = full_facts(at(1))
-    facts["xid_events"] = [{"xid": 79, "pci_bus_id": BUS[0], "time": at(1.5)} for _ in range(3)] + [
+    facts["xid_events"] = [{"xid": 79, "pci_bus_id": BUS[0], "time": at(1.5)} for _event in range(3)] + [
         {"xid": 13, "pci_bus_id": BUS[0], "time": at(3)}]  # older than r1: not counted
     report = audit(store_url, "r2", 1, {"node-1": facts})
     (finding,) = [f for f in report["findings"] if f["rule"] == "hardware.xid_rate"]

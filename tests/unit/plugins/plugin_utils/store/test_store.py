@@ -61,12 +61,12 @@ def test_second_run_marks_persisting_new_and_cleared(store_url):
 
 
 def test_a_gpu_is_the_same_gpu_by_serial_in_another_slot(store_url):
-    first, _ = make_run("r1", T1, {"node-1": [xid("node-1", BUS[0])]})
+    first, _facts = make_run("r1", T1, {"node-1": [xid("node-1", BUS[0])]})
     record(store_url, first, {"node-1": host_facts("node-1", T1, [gpu_facts("SER-A", BUS[0])])})
-    second, _ = make_run("r2", T2, {"node-1": [xid("node-1", BUS[1])]})
+    second, _facts = make_run("r2", T2, {"node-1": [xid("node-1", BUS[1])]})
     record(store_url, second, {"node-1": host_facts("node-1", T2, [gpu_facts("SER-A", BUS[1])])})
     assert second["changes"]["counts"] == {"new": 0, "persisting": 1, "cleared": 0}
-    third, _ = make_run("r3", T3, {"node-1": [xid("node-1", BUS[1])]})
+    third, _facts = make_run("r3", T3, {"node-1": [xid("node-1", BUS[1])]})
     record(store_url, third, {"node-1": host_facts("node-1", T3, [gpu_facts("SER-B", BUS[1])])})
     assert third["changes"]["counts"] == {"new": 1, "persisting": 0, "cleared": 1}
 
