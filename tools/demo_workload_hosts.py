@@ -144,8 +144,8 @@ def host_l40s_workload_17():
     add_pressure(host, cpu=6.4, io=1.2, utilization=[96, 61, 0, 0], load=14.2, cpus="0-63")
     return dict(name=name, group="serving", source="nvml", nvml=scenario, host=host, gather_subset=SUBSETS,
                 services=[unit],
-                description="inference.service: 6 restarts, CUDA OOMs with 3 workers on GPU 0, a worker on GPU 1, "
-                            "no allocator setting, torch built for CUDA 12.6")
+                description="inference.service crash-looping on CUDA OOMs with 3 workers on GPU 0; a worker on GPU 1; "
+                            "torch for CUDA 12.6")
 
 
 def host_h100_dataload_18():
@@ -171,8 +171,8 @@ def host_h100_dataload_18():
     add_pressure(host, cpu=68.4, io=31.7, utilization=utilization, load=203.5)
     return dict(name=name, group="h100_dataload", source="nvml", nvml=scenario, host=host, gather_subset=SUBSETS,
                 services=[unit],
-                description="trainer.service on 8 H100s at 12-14% while CPU pressure is 68% and I/O 32%: "
-                            "data loading starves the GPUs")
+                description="trainer.service on 8 H100s at 12-14% busy while CPU pressure is 68% and I/O 32%: "
+                            "data loading starves them")
 
 
 HOST_BUILDERS = (host_l40s_workload_17, host_h100_dataload_18)

@@ -164,9 +164,9 @@ class Collection:
                              kernel_log_source=self.kernel_log_source, kernel_log_files=self.kernel_log_files,
                              timeout_for=self.step_timeout)
         if "host_pressure" in self.subsets:
-            # a replay answers at once: waiting would sample nothing new
-            sample_host_pressure(host, facts, self.pressure_sample_seconds, self.remaining,
-                                 sleep=(lambda _seconds: None) if self.fixture is not None else time.sleep)
+            # a replay answers every read with the recorded text: a sample over time would measure nothing
+            sample_host_pressure(host, facts, 0 if self.fixture is not None else self.pressure_sample_seconds,
+                                 self.remaining)
         if "bmc" in self.subsets:
             collect_bmc_in_band(host, facts, self.kernel_log_window_hours, self.step_timeout())
         if "kubernetes" in self.subsets:

@@ -70,7 +70,7 @@ def test_demo_audit_fails_on_its_critical_findings_after_writing_every_report(de
         assert (latest / name).stat().st_size > 0, name
     report = read_report(report_dir)
     assert report["summary"]["failed_threshold"] is True
-    assert report["summary"]["hosts"] == {"total": 16, "ok": 16, "unreachable": 0, "failed": 0}
+    assert report["summary"]["hosts"] == {"total": 18, "ok": 18, "unreachable": 0, "failed": 0}
     assert report["run"]["status"] == "complete"
     assert "Result: FAIL" in result.stdout and "Likely causes (2)" in result.stdout
     assert [cause["id"] for cause in report["causes"]] == ["driver:550.54.15", "workload:concurrency"]
@@ -106,6 +106,8 @@ def test_every_demo_host_reports_the_finding_its_scenario_is_about(demo_run):
         "gpu-h100-nvlink-12": "hardware.nvlink_inactive",
         "gpu-h100-gsp-15": "driver.xid",
         "gpu-h100-gsp-16": "driver.xid",
+        "gpu-l40s-workload-17": "workload.oom_shared_gpu",
+        "gpu-h100-dataload-18": "workload.input_bound",
     }
     for host, rule in expected.items():
         assert rule in rules[host], (host, sorted(rules[host]))

@@ -48,6 +48,8 @@ def facts_dataload_18(facts):
     pressure = facts["host_pressure"]
     assert (pressure["cpus"], pressure["load"]["per_core_1m"]) == (192, 1.06)
     assert [sample["mean_pct"] for sample in pressure["gpu_utilization"]] == [12, 13, 14, 12, 13, 14, 12, 13]
+    # a replay samples once: its recorded reads cannot change over time
+    assert pressure["sample_seconds"] == 0.0 and {sample["samples"] for sample in pressure["gpu_utilization"]} == {1}
     assert pressure["pressure"]["io"]["some_avg10"] == 31.7
     assert facts["workload"]["services"][0]["frameworks"]["packages"][0]["cuda"] == "12.4"
 
