@@ -33,9 +33,19 @@ def host_state(fleet, host):
 
 
 @pytest.fixture(scope="module")
-def loadstep_run(fleet, tmp_path_factory):
-    if fleet.scenario != "loadstep":
+def loadstep_fleet(fleet):
+    """The fleet rebuilt with the loadstep scenario for this module, then with the one it had before."""
+    previous = fleet.scenario
+    if previous != "loadstep":
         fleet.use_scenario("loadstep")
+    yield fleet
+    if previous != "loadstep":
+        fleet.use_scenario(previous)
+
+
+@pytest.fixture(scope="module")
+def loadstep_run(loadstep_fleet, tmp_path_factory):
+    fleet = loadstep_fleet
     hosts = ["fleet-01", "fleet-02", "fleet-03", "fleet-04"]
     report_dir = str(tmp_path_factory.mktemp("loadstep-reports"))
     before = {host: host_state(fleet, host) for host in hosts}
@@ -112,7 +122,8 @@ def test_the_html_has_the_load_steps_section(loadstep_run):
     assert "workers_per_gpu: 4" in html
 
 
-def test_a_second_run_after_a_fix_is_compared_with_the_first(fleet, loadstep_run):
+def test_a_second_run_after_a_fix_is_compared_with_the_first(loadstep_fleet, loadstep_run):
+    fleet = loadstep_fleet
     fleet.ssh("fleet-01", "mkdir -p %s && printf '[Service]\\nEnvironment=MEM_PER_WORKER_MIB=7000\\n' > %s && "
                           "systemctl daemon-reload" % (os.path.dirname(FIX), FIX), check=True)
     try:
@@ -135,7 +146,8 @@ def test_a_second_run_after_a_fix_is_compared_with_the_first(fleet, loadstep_run
     assert comparison["steps"][1]["broke_before"] and not comparison["steps"][1]["broke_now"]
 
 
-def test_check_mode_prints_the_plan_and_starts_nothing(fleet, loadstep_run):
+def test_check_mode_prints_the_plan_and_starts_nothing(loadstep_fleet, loadstep_run):
+    fleet = loadstep_fleet
     run = fleet.playbook("loadstep.yml", limit="fleet-01", check=True,
                          extra_vars={"gpufleet_load_service": SERVICE, "gpufleet_report_dir": loadstep_run.report_dir})
     assert run.rc == 0, run.output()
