@@ -161,7 +161,7 @@ hosts:
   returned: O(step=start_batch)
   type: list
   elements: str
-failed:
+failed_hosts:
   description: The hosts of the batch that failed or were refused.
   returned: O(step=end_batch)
   type: list

@@ -127,7 +127,8 @@ def end_batch(path, outcomes):
     state["stopped"] = bool(state["stopped"] or exceeded)
     write_state(path, state)
     failed = sorted(host for host, outcome in checked.items() if outcome["status"] in ("failed", "refused"))
-    return {"batch": state["batch"], "stopped": state["stopped"], "failed": failed}
+    # not "failed": Ansible would read a non-empty list there as the task failing
+    return {"batch": state["batch"], "stopped": state["stopped"], "failed_hosts": failed}
 
 
 def report_json(report):

@@ -90,12 +90,12 @@ def test_a_failed_canary_stops_the_rollout_and_later_batches_are_untouched(plann
     assert run_step(step("start_batch", state_file=path, hosts=["h1"]), False) == {
         "batch": 1, "stopped": False, "hosts": ["h1"]}
     assert run_step(step("end_batch", state_file=path, outcomes={"h1": changed(1, "h1")}), False) == {
-        "batch": 1, "stopped": False, "failed": []}
+        "batch": 1, "stopped": False, "failed_hosts": []}
     assert run_step(step("start_batch", state_file=path, hosts=["h2"]), False)["batch"] == 2
     failed = {"status": "failed", "batch": 2, "action": "install", "from": "550.90.07", "to": "550.127.05",
               "msg": "1 of 2 GPUs present"}
     assert run_step(step("end_batch", state_file=path, outcomes={"h2": failed}), False) == {
-        "batch": 2, "stopped": True, "failed": ["h2"]}
+        "batch": 2, "stopped": True, "failed_hosts": ["h2"]}
     third = run_step(step("start_batch", state_file=path, hosts=["h3", "h4"]), False)
     assert (third["batch"], third["stopped"]) == (3, True)
     assert run_step(step("end_batch", state_file=path, outcomes={"h3": None, "h4": None}), False)["stopped"] is True
@@ -186,3 +186,15 @@ def test_the_action_fails_the_task_with_the_step_and_the_reason(tmp_path):
 def test_the_action_names_the_options_a_step_needs():
     with pytest.raises(AnsibleActionFail, match="step is end_batch but all of the following are missing: outcomes"):
         action({"step": "end_batch", "state_file": "/nowhere"}).run(task_vars={})
+
+
+def test_a_batch_that_failed_beyond_the_limit_stops_the_rollout_without_failing_the_task(tmp_path):
+    host_policy, policies = checked(["h1", "h2"])
+    planned = action({"step": "plan", "hosts": ["h1", "h2"], "policies": policies, "host_policy": host_policy,
+                      "report_dir": str(tmp_path)}).run(task_vars={})
+    state_file = planned["state_file"]
+    action({"step": "start_batch", "state_file": state_file, "hosts": ["h1"]}).run(task_vars={})
+    ended = action({"step": "end_batch", "state_file": state_file,
+                    "outcomes": {"h1": {"status": "failed", "batch": 1, "msg": "1 of 2 GPUs present"}}}).run(task_vars={})
+    assert not ended.get("failed") and ended["stopped"] is True and ended["failed_hosts"] == ["h1"]
+    assert action({"step": "start_batch", "state_file": state_file, "hosts": ["h2"]}).run(task_vars={})["stopped"] is True
