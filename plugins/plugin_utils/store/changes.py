@@ -41,8 +41,7 @@ def compare(identified, previous, run_started_at, audited_hosts, previous_run_id
     cleared = []
     for identity in gone:
         row = previous[identity]
-        finding = texts.get(identity) or {"rule": row.rule, "host": row.host, "gpu": row.gpu, "severity": row.severity,
-                                          "layer": row.layer, "summary": None}
+        finding = texts.get(identity) or {"host": row.host}
         cleared.append(change_entry(finding, identity, row.first_seen, row.runs_open))
     changes = {
         "status": "compared" if previous_run_id else "first_run",

@@ -27,10 +27,9 @@ def previous_complete_run(connection, scope_key, before_pk=None):
 
 
 def open_findings(connection, run_pk):
-    """{identity: row} of a run's findings (first_seen, runs_open, host, rule, gpu, severity, layer); the
-    documents stay in the database (finding_documents reads the few a comparison needs)."""
-    query = select(FINDINGS.c.identity, FINDINGS.c.host, FINDINGS.c.rule, FINDINGS.c.layer, FINDINGS.c.gpu,
-                   FINDINGS.c.severity, FINDINGS.c.first_seen, FINDINGS.c.runs_open).where(
+    """{identity: row} of a run's findings (identity, host, first_seen, runs_open): what a comparison needs
+    of every finding; the documents stay in the database (finding_documents reads the cleared ones)."""
+    query = select(FINDINGS.c.identity, FINDINGS.c.host, FINDINGS.c.first_seen, FINDINGS.c.runs_open).where(
         FINDINGS.c.run_pk == run_pk)
     return {row.identity: row for row in connection.execute(query)}
 
