@@ -7,8 +7,6 @@ and since when each open finding is open (first_seen, runs_open). Plain data in,
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
-
 
 def change_entry(finding, identity, first_seen, runs_open, brief=False):
     """A finding in the changes section; brief (persisting ones, which findings[] holds in full anyway):
@@ -21,10 +19,12 @@ def change_entry(finding, identity, first_seen, runs_open, brief=False):
     return entry
 
 
-def compare(identified, previous, run_started_at, audited_hosts, previous_run_id=None):
+def compare(identified, previous, run_started_at, audited_hosts, previous_run_id=None, documents=None):
     """identified: [(finding, identity, parts)] of this run; previous: {identity: row with first_seen, runs_open,
     host, data} of the previous complete run (empty when there is none); audited_hosts: hosts whose facts
     this run read (a finding of a host not audited now is neither cleared nor persisting: it is unknown).
+
+    documents(identities) -> {identity: finding}: the cleared findings' documents (their summaries).
 
     Returns (history {identity: (first_seen, runs_open)}, changes section of the report)."""
     history, new, persisting = {}, [], []
@@ -36,10 +36,13 @@ def compare(identified, previous, run_started_at, audited_hosts, previous_run_id
         else:
             history[identity] = (before.first_seen, before.runs_open + 1)
             persisting.append(change_entry(finding, identity, before.first_seen, before.runs_open + 1, brief=True))
+    gone = [identity for identity, row in previous.items() if identity not in history and row.host in audited_hosts]
+    texts = documents(gone) if documents is not None and gone else {}
     cleared = []
-    for identity, row in previous.items():
-        if identity not in history and row.host in audited_hosts:
-            cleared.append(change_entry(json.loads(row.data), identity, row.first_seen, row.runs_open))
+    for identity in gone:
+        row = previous[identity]
+        finding = texts.get(identity) or {"host": row.host}
+        cleared.append(change_entry(finding, identity, row.first_seen, row.runs_open))
     changes = {
         "status": "compared" if previous_run_id else "first_run",
         "against": previous_run_id,

@@ -27,11 +27,22 @@ def previous_complete_run(connection, scope_key, before_pk=None):
 
 
 def open_findings(connection, run_pk):
-    """{identity: row} of a run's findings (first_seen, runs_open, host, rule, gpu, severity, data)."""
-    query = select(FINDINGS.c.identity, FINDINGS.c.host, FINDINGS.c.rule, FINDINGS.c.layer, FINDINGS.c.gpu,
-                   FINDINGS.c.severity, FINDINGS.c.first_seen, FINDINGS.c.runs_open, FINDINGS.c.data).where(
+    """{identity: row} of a run's findings (identity, host, first_seen, runs_open): what a comparison needs
+    of every finding; the documents stay in the database (finding_documents reads the cleared ones)."""
+    query = select(FINDINGS.c.identity, FINDINGS.c.host, FINDINGS.c.first_seen, FINDINGS.c.runs_open).where(
         FINDINGS.c.run_pk == run_pk)
     return {row.identity: row for row in connection.execute(query)}
+
+
+def finding_documents(connection, run_pk, identities, chunk=500):
+    """{identity: finding dict} of some findings of a run."""
+    identities = list(identities)
+    found = {}
+    for start in range(0, len(identities), chunk):
+        query = select(FINDINGS.c.identity, FINDINGS.c.data).where(
+            FINDINGS.c.run_pk == run_pk, FINDINGS.c.identity.in_(identities[start:start + chunk]))
+        found.update((row.identity, json.loads(row.data)) for row in connection.execute(query))
+    return found
 
 
 def list_runs(connection, limit=50):

@@ -13,7 +13,7 @@ import os
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store import changes as change_set
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import (
-    find_run, open_findings, previous_complete_run, run_causes, run_facts, run_findings, run_hosts)
+    find_run, finding_documents, open_findings, previous_complete_run, run_causes, run_facts, run_findings, run_hosts)
 
 REBUILT = "rebuilt"
 
@@ -36,8 +36,9 @@ def stored_report(connection, run_name):
     previous_run = previous_complete_run(connection, row.scope_key, before_pk=row.id)
     previous = open_findings(connection, previous_run.id) if previous_run is not None else {}
     audited = {host for host, entry in report["hosts"].items() if entry["status"] == "ok"}
-    _history, changes = change_set.compare(identified, previous, row.started_at, audited,
-                                           previous_run.run_id if previous_run is not None else None)
+    _history, changes = change_set.compare(
+        identified, previous, row.started_at, audited, previous_run.run_id if previous_run is not None else None,
+        lambda identities: finding_documents(connection, previous_run.id, identities))
     change_set.annotate(report, identified, history, changes)
     report["store"] = {"status": "written", "url": None, "source": "rebuilt from the store", "error": None,
                        "run": row.id, "previous_run": changes["against"]}

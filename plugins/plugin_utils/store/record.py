@@ -77,7 +77,8 @@ def store_and_compare(url, report, facts_by_host, settings, extend=None, run_dir
     (drift and trends); it may add them to the report itself."""
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import make_engine
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.identity import identify
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import open_findings, previous_complete_run
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import (
+        finding_documents, open_findings, previous_complete_run)
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.schema import ensure_schema
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import apply_retention, scope_key, write_run
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import fleet_counters
@@ -92,8 +93,10 @@ def store_and_compare(url, report, facts_by_host, settings, extend=None, run_dir
             identified = identify(report["findings"], facts_gpu_keys(facts_by_host))
             previous = open_findings(connection, previous_run.id) if previous_run is not None else {}
             audited = {host for host, entry in report["hosts"].items() if entry["status"] == "ok"}
-            history, changes = change_set.compare(identified, previous, report["run"].get("started_at"), audited,
-                                                  previous_run.run_id if previous_run is not None else None)
+            history, changes = change_set.compare(
+                identified, previous, report["run"].get("started_at"), audited,
+                previous_run.run_id if previous_run is not None else None,
+                lambda identities: finding_documents(connection, previous_run.id, identities))
             run_pk = write_run(connection, report, facts_by_host, identified, history, run_dir=run_dir,
                                counters_by_host=counters)
             removed = apply_retention(connection, settings.facts_days, settings.runs_days)
