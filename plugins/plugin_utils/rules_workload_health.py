@@ -83,8 +83,8 @@ def oom_shared_gpu(ctx):
             findings.append(ctx.finding(
                 gpu,
                 "%s ran out of memory in the window (%d CUDA out-of-memory messages, %d kernel OOM kills) while "
-                "%d processes share GPU %s (%s)" % (service["unit"], cuda_oom, kernel_oom, len(processes),
-                                                   gpu.get("index"), held),
+                "%d processes share GPU %s (%s)" % (
+                    service["unit"], cuda_oom, kernel_oom, len(processes), gpu.get("index"), held),
                 {"service": service["unit"], "cuda_oom": cuda_oom, "kernel_oom_kills": kernel_oom,
                  "first": _line_text(_matches(service, "cuda_oom").get("first")),
                  "last": _line_text(_matches(service, "cuda_oom").get("last")),
@@ -289,8 +289,8 @@ def _builds(facts):
     found = {}
     for service in workload_services(facts or {}):
         for package in frameworks_of(service):
-            found[(service["unit"], package["name"])] = "%s (CUDA %s)" % (package.get("version"),
-                                                                         package.get("cuda") or "none")
+            found[(service["unit"], package["name"])] = "%s (CUDA %s)" % (
+                package.get("version"), package.get("cuda") or "none")
     return found
 
 
