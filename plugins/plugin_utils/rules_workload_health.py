@@ -270,7 +270,7 @@ def input_bound(ctx):
         "GPUs with work are %.0f%% busy on average while %s pressure is high (CPU %s%%, I/O %s%%): the GPUs wait "
         "for input" % (mean, " and ".join(starved), cpu, io),
         {"gpu_mean_pct": round(mean, 1), "gpus": utilization, "cpu_pressure_pct": cpu, "io_pressure_pct": io,
-         "limits": limits, "load_per_core": (record.get("load") or {}).get("per_core_1m"),
+         "limits": limits, "load_per_core": (record.get("load") or {}).get("per_core_avg1"),
          "memory_available_pct": (record.get("memory") or {}).get("available_pct"), "swap": record.get("swap"),
          "sample_seconds": record.get("sample_seconds")},
         "Look at data loading and preprocessing, not at the GPUs: more loader workers or CPU cores per GPU, faster "
