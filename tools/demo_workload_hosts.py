@@ -163,8 +163,8 @@ def host_h100_dataload_18():
         add_process(host, 71201 + index, unit, [("CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7"), ("LOCAL_RANK", str(index)),
                                                 ("NCCL_IB_HCA", "mlx5_0,mlx5_1"), ("NCCL_SOCKET_IFNAME", "eth0")])
     argv = [PYTHON, "-m", "torch.distributed.run", "--nproc-per-node=8", "train.py"]
-    journal = [journal_line(unit, 71200, "2026-11-30T01:00:03", "step 1000 loss 2.114 samples/s 212.4 "
-                                                                  "dataloader wait 81%")]
+    journal = [journal_line(unit, 71200, "2026-11-30T01:00:03",
+                            "step 1000 loss 2.114 samples/s 212.4 dataloader wait 81%")]
     add_services(host, {unit: show_block(unit, "active", "running", "success", 0, 0, 0, 71200, argv)},
                  {unit: journal}, {PYTHON: [TORCH_CU124]})
     utilization = [12 + index % 3 for index in range(8)]

@@ -140,9 +140,9 @@ def swap_record(meminfo, before, after, seconds):
 
 def load_record(loadavg, cpus):
     if loadavg is None:
-        return {"1m": None, "5m": None, "15m": None, "per_core_1m": None}
-    return {"1m": loadavg[0], "5m": loadavg[1], "15m": loadavg[2],
-            "per_core_1m": round(loadavg[0] / cpus, 2) if cpus else None}
+        return {"avg1": None, "avg5": None, "avg15": None, "per_core_avg1": None}
+    return {"avg1": loadavg[0], "avg5": loadavg[1], "avg15": loadavg[2],
+            "per_core_avg1": round(loadavg[0] / cpus, 2) if cpus else None}
 
 
 def utilization_record(samples):

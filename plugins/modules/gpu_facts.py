@@ -1725,19 +1725,19 @@ ansible_facts:
               returned: always
               type: dict
               contains:
-                1m:
+                avg1:
                   description: Load average, 1 minute.
                   returned: success
                   type: float
-                5m:
+                avg5:
                   description: 5 minutes.
                   returned: success
                   type: float
-                15m:
+                avg15:
                   description: 15 minutes.
                   returned: success
                   type: float
-                per_core_1m:
+                per_core_avg1:
                   description: 1-minute load per online CPU.
                   returned: success
                   type: float

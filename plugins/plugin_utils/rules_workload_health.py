@@ -83,8 +83,8 @@ def oom_shared_gpu(ctx):
             findings.append(ctx.finding(
                 gpu,
                 "%s ran out of memory in the window (%d CUDA out-of-memory messages, %d kernel OOM kills) while "
-                "%d processes share GPU %s (%s)" % (service["unit"], cuda_oom, kernel_oom, len(processes),
-                                                   gpu.get("index"), held),
+                "%d processes share GPU %s (%s)" % (
+                    service["unit"], cuda_oom, kernel_oom, len(processes), gpu.get("index"), held),
                 {"service": service["unit"], "cuda_oom": cuda_oom, "kernel_oom_kills": kernel_oom,
                  "first": _line_text(_matches(service, "cuda_oom").get("first")),
                  "last": _line_text(_matches(service, "cuda_oom").get("last")),
@@ -270,7 +270,7 @@ def input_bound(ctx):
         "GPUs with work are %.0f%% busy on average while %s pressure is high (CPU %s%%, I/O %s%%): the GPUs wait "
         "for input" % (mean, " and ".join(starved), cpu, io),
         {"gpu_mean_pct": round(mean, 1), "gpus": utilization, "cpu_pressure_pct": cpu, "io_pressure_pct": io,
-         "limits": limits, "load_per_core": (record.get("load") or {}).get("per_core_1m"),
+         "limits": limits, "load_per_core": (record.get("load") or {}).get("per_core_avg1"),
          "memory_available_pct": (record.get("memory") or {}).get("available_pct"), "swap": record.get("swap"),
          "sample_seconds": record.get("sample_seconds")},
         "Look at data loading and preprocessing, not at the GPUs: more loader workers or CPU cores per GPU, faster "
@@ -289,8 +289,8 @@ def _builds(facts):
     found = {}
     for service in workload_services(facts or {}):
         for package in frameworks_of(service):
-            found[(service["unit"], package["name"])] = "%s (CUDA %s)" % (package.get("version"),
-                                                                         package.get("cuda") or "none")
+            found[(service["unit"], package["name"])] = "%s (CUDA %s)" % (
+                package.get("version"), package.get("cuda") or "none")
     return found
 
 

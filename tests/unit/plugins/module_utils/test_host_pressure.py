@@ -77,7 +77,7 @@ def test_a_host_starving_its_gpus():
     assert record["pressure"]["cpu"] == {"some_pct": 62.0, "full_pct": 0.0, "some_avg10": 63.02, "some_avg60": 58.9,
                                          "full_avg10": 0.0, "full_avg60": 0.0}
     assert (record["pressure"]["io"]["some_pct"], record["pressure"]["io"]["full_pct"]) == (1.0, 0.2)
-    assert record["load"] == {"1m": 96.5, "5m": 90.12, "15m": 70.0, "per_core_1m": 0.5}
+    assert record["load"] == {"avg1": 96.5, "avg5": 90.12, "avg15": 70.0, "per_core_avg1": 0.5}
     assert record["cpus"] == 192
     assert record["memory"] == {"total_mib": 2063938.0, "available_mib": 1031969.0, "available_pct": 50.0}
     assert record["swap"] == {"total_mib": 8192.0, "free_mib": 7812.5, "pages_in_per_s": 400.0,

@@ -10,30 +10,42 @@ from ansible_collections.gpufleet.core.plugins.module_utils.kernel_oom import cg
 NOW = calendar.timegm((2026, 11, 30, 12, 0, 0))
 
 # journalctl _TRANSPORT=kernel -o short-iso: a cgroup v2 memcg OOM of a systemd service (kernel 6.x)
-MEMCG_V2 = """\
-2026-11-30T09:14:02+0000 gpu-07 kernel: python3 invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0
-2026-11-30T09:14:02+0000 gpu-07 kernel: memory: usage 67108864kB, limit 67108864kB, failcnt 1532
-2026-11-30T09:14:02+0000 gpu-07 kernel: [  pid  ]   uid  tgid total_vm      rss rss_anon rss_file rss_shmem pgtables_bytes swapents oom_score_adj name
-2026-11-30T09:14:02+0000 gpu-07 kernel: [  81234]   998 81234 19822311 16711234 16700001    11233         0 134844416        0             0 python3
-2026-11-30T09:14:02+0000 gpu-07 kernel: oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0-1,oom_memcg=/system.slice/vllm.service,task_memcg=/system.slice/vllm.service,task=python3,pid=81234,uid=998
-2026-11-30T09:14:02+0000 gpu-07 kernel: Memory cgroup out of memory: Killed process 81234 (python3) total-vm:79289244kB, anon-rss:66800004kB, file-rss:44932kB, shmem-rss:0kB, UID:998 pgtables:131684kB oom_score_adj:0
-2026-11-30T09:14:03+0000 gpu-07 kernel: oom_reaper: reaped process 81234 (python3), now anon-rss:0kB, file-rss:0kB, shmem-rss:0kB
-"""
+MEMCG_V2 = "".join(line + "\n" for line in [
+    ("2026-11-30T09:14:02+0000 gpu-07 kernel: python3 invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0,"
+     " oom_score_adj=0"),
+    "2026-11-30T09:14:02+0000 gpu-07 kernel: memory: usage 67108864kB, limit 67108864kB, failcnt 1532",
+    ("2026-11-30T09:14:02+0000 gpu-07 kernel: [  pid  ]   uid  tgid total_vm      rss rss_anon rss_file rss_shmem "
+     "pgtables_bytes swapents oom_score_adj name"),
+    ("2026-11-30T09:14:02+0000 gpu-07 kernel: [  81234]   998 81234 19822311 16711234 16700001    11233         0 "
+     "134844416        0             0 python3"),
+    ("2026-11-30T09:14:02+0000 gpu-07 kernel: oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,"
+     "mems_allowed=0-1,oom_memcg=/system.slice/vllm.service,task_memcg=/system.slice/vllm.service,task=python3,"
+     "pid=81234,uid=998"),
+    ("2026-11-30T09:14:02+0000 gpu-07 kernel: Memory cgroup out of memory: Killed process 81234 (python3) "
+     "total-vm:79289244kB, anon-rss:66800004kB, file-rss:44932kB, shmem-rss:0kB,"
+     " UID:998 pgtables:131684kB oom_score_adj:0"),
+    ("2026-11-30T09:14:03+0000 gpu-07 kernel: oom_reaper: reaped process 81234 (python3), now anon-rss:0kB,"
+     " file-rss:0kB, shmem-rss:0kB"),
+])
 
 # dmesg --ctime: a global OOM that killed a process of trainer.service, and an old one outside the window
-GLOBAL_CTIME = """\
-[Mon Nov 23 08:00:00 2026] Out of memory: Killed process 100 (old) total-vm:1kB, anon-rss:1kB, file-rss:0kB, shmem-rss:0kB
-[Mon Nov 30 11:02:41 2026] oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task_memcg=/system.slice/trainer.service,task=pt_main_thread,pid=5512,uid=0
-[Mon Nov 30 11:02:41 2026] Out of memory: Killed process 5512 (pt_main_thread) total-vm:412009812kB, anon-rss:198877312kB, file-rss:0kB, shmem-rss:4kB, UID:0 pgtables:402112kB oom_score_adj:0
-"""
+GLOBAL_CTIME = "".join(line + "\n" for line in [
+    ("[Mon Nov 23 08:00:00 2026] Out of memory: Killed process 100 (old) total-vm:1kB, anon-rss:1kB, file-rss:0kB,"
+     " shmem-rss:0kB"),
+    ("[Mon Nov 30 11:02:41 2026] oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,"
+     "global_oom,task_memcg=/system.slice/trainer.service,task=pt_main_thread,pid=5512,uid=0"),
+    ("[Mon Nov 30 11:02:41 2026] Out of memory: Killed process 5512 (pt_main_thread) total-vm:412009812kB,"
+     " anon-rss:198877312kB, file-rss:0kB, shmem-rss:4kB, UID:0 pgtables:402112kB oom_score_adj:0"),
+])
 
 # kernel 3.x/4.x, cgroup v1: "Task in ... killed as a result of limit of ...", "Kill process ... or sacrifice child"
-MEMCG_V1 = """\
-[ 9001.100001] Task in /system.slice/inference.service killed as a result of limit of /system.slice/inference.service
-[ 9001.100002] memory: usage 2097152kB, limit 2097152kB, failcnt 71
-[ 9001.100010] Memory cgroup out of memory: Kill process 7321 (inference-worke) score 1012 or sacrifice child
-[ 9001.100011] Killed process 7321 (inference-worke) total-vm:4012344kB, anon-rss:2090000kB, file-rss:1200kB
-"""
+MEMCG_V1 = "".join(line + "\n" for line in [
+    ("[ 9001.100001] Task in /system.slice/inference.service killed as a result of limit of "
+     "/system.slice/inference.service"),
+    "[ 9001.100002] memory: usage 2097152kB, limit 2097152kB, failcnt 71",
+    "[ 9001.100010] Memory cgroup out of memory: Kill process 7321 (inference-worke) score 1012 or sacrifice child",
+    "[ 9001.100011] Killed process 7321 (inference-worke) total-vm:4012344kB, anon-rss:2090000kB, file-rss:1200kB",
+])
 
 
 def test_a_cgroup_v2_memcg_kill_names_the_service_and_what_it_held():

@@ -223,8 +223,8 @@ class Scripts(ReplayHost):
     ("/opt/venv/bin/torchrun", [], {"/opt/venv/bin/torchrun": "#!/opt/venv/bin/python3.10\nimport re\n"},
      "/opt/venv/bin/python3.10"),
     ("/usr/local/bin/serve", [], {"/usr/local/bin/serve": "#!/usr/bin/env python3\n"}, "/usr/local/bin/python3"),
-    ("/usr/local/bin/gpu-worker", [], {"/usr/local/bin/gpu-worker": "#!/bin/sh\n# wrapper\nexec /usr/bin/python3 "
-                                                                      "/usr/lib/x/worker.py \"$@\"\n"},
+    ("/usr/local/bin/gpu-worker", [],
+     {"/usr/local/bin/gpu-worker": "#!/bin/sh\n# wrapper\nexec /usr/bin/python3 /usr/lib/x/worker.py \"$@\"\n"},
      "/usr/bin/python3"),
     ("/opt/tritonserver/bin/tritonserver", [], {"/opt/tritonserver/bin/tritonserver": "\x7fELF\x02\x01"}, None),
     ("/usr/local/bin/run.sh", [], {"/usr/local/bin/run.sh": "#!/bin/bash\nexec /usr/bin/java -jar x.jar\n"}, None),

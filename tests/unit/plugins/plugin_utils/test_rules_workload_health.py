@@ -223,7 +223,7 @@ def pressured(facts, cpu_pct, gpu_pcts, io_pct=0.5, measured=True):
                 "full_avg10": 0.0, "full_avg60": 0.0}
     facts["host_pressure"] = {
         "sample_seconds": 3.0 if measured else 0.0, "cpus": 96,
-        "load": {"1m": 180.0, "5m": 170.0, "15m": 120.0, "per_core_1m": 1.88},
+        "load": {"avg1": 180.0, "avg5": 170.0, "avg15": 120.0, "per_core_avg1": 1.88},
         "memory": {"total_mib": 2063938.0, "available_mib": 1031969.0, "available_pct": 50.0},
         "swap": {"total_mib": 0.0, "free_mib": 0.0, "pages_in_per_s": 0.0, "pages_out_per_s": 0.0},
         "pressure": {"cpu": resource(cpu_pct), "memory": resource(0.0), "io": resource(io_pct)},
