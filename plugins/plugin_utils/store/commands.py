@@ -195,14 +195,14 @@ def aggregate_action(args, root):
     report, folder, paths = run_aggregate(url, args.aggregate, root, args.output)
     run = report["run"]
     slices = run["orchestration"]["aggregate"]["slices"]
+    store_status = (report.get("store") or {}).get("status")
     emit(args, {"output": folder, "files": paths, "run": run["id"], "status": run["status"],
                 "status_reason": run["status_reason"], "slices": slices, "summary": report["summary"],
                 "store": report.get("store")},
          ["aggregated %d slice run(s) of run group %s into run %s (%s: %s): %s/ (%s)" % (
              len(slices), args.aggregate, run["id"], run["status"], run["status_reason"], folder,
              ", ".join(os.path.basename(path) for path in paths)),
-          "findings: %d, causes: %d; store: %s" % (len(report["findings"]), len(report["causes"]),
-                                                  (report.get("store") or {}).get("status"))])
+          "findings: %d, causes: %d; store: %s" % (len(report["findings"]), len(report["causes"]), store_status)])
     return EXIT_OK
 
 
