@@ -104,7 +104,9 @@ def show_action(args, connection, _root):
     run = find_run(connection, args.run)
     hosts = run_hosts(connection, run.id)
     findings = run_findings(connection, run.id)
-    data = {"run": json.loads(run.record), "summary": json.loads(run.summary), "hosts": hosts,
+    record = json.loads(run.record)
+    record.pop("stored_policies", None)
+    data = {"run": record, "summary": json.loads(run.summary), "hosts": hosts,
             "findings": [dict(finding, identity=identity, first_seen=first_seen, runs_open=runs_open)
                          for finding, identity, first_seen, runs_open in findings]}
     by_status = {}
@@ -174,11 +176,33 @@ def baseline_show_action(args, connection, _root):
 # ----------------------------------------------------------------- report
 
 def report_action(args, connection, root):
+    if getattr(args, "aggregate", None):
+        return aggregate_action(args, root)
+    if not args.run:
+        raise StoreError("give RUN (or latest), or --aggregate RUN_GROUP")
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.rebuild import rebuild_reports
     output, paths = rebuild_reports(connection, args.run, args.output, root)
     emit(args, {"output": output, "files": paths},
          ["rebuilt the reports of run %s from the store: %s/ (%s)" % (
              args.run, output, ", ".join(os.path.basename(path) for path in paths))])
+    return EXIT_OK
+
+
+def aggregate_action(args, root):
+    """The fleet report of a sliced run: every slice's hosts from the store, fleet rules and correlation."""
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.aggregate import run_aggregate
+    url, _root = store_location(args)
+    report, folder, paths = run_aggregate(url, args.aggregate, root, args.output)
+    run = report["run"]
+    slices = run["orchestration"]["aggregate"]["slices"]
+    store_status = (report.get("store") or {}).get("status")
+    emit(args, {"output": folder, "files": paths, "run": run["id"], "status": run["status"],
+                "status_reason": run["status_reason"], "slices": slices, "summary": report["summary"],
+                "store": report.get("store")},
+         ["aggregated %d slice run(s) of run group %s into run %s (%s: %s): %s/ (%s)" % (
+             len(slices), args.aggregate, run["id"], run["status"], run["status_reason"], folder,
+             ", ".join(os.path.basename(path) for path in paths)),
+          "findings: %d, causes: %d; store: %s" % (len(report["findings"]), len(report["causes"]), store_status)])
     return EXIT_OK
 
 
@@ -227,8 +251,12 @@ def register(subparsers):
     on_run(parser, baseline_show_action)
 
     parser = subparsers.add_parser("report", help="rebuild a run's reports (json, html, junit, prometheus) from the store")
-    parser.add_argument("run", metavar="RUN", help="run id, or latest")
-    parser.add_argument("--output", help="folder for the reports (default: <report root>/rebuilt/<run>)")
+    parser.add_argument("run", metavar="RUN", nargs="?", help="run id, or latest")
+    parser.add_argument("--aggregate", metavar="RUN_GROUP",
+                        help="instead of RUN: the fleet report of a sliced run, from every slice run of RUN_GROUP "
+                             "(run.orchestration.run_group), recorded in the store as a new run")
+    parser.add_argument("--output", help="folder for the reports (default: <report root>/rebuilt/<run>; with "
+                                         "--aggregate <report root>/<time>-aggregate)")
     add_common(parser)
     on_run(parser, report_action)
     return subparsers

@@ -12,6 +12,7 @@ import json
 import os
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store import changes as change_set
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import POLICIES_KEY
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import (
     find_run, finding_documents, open_findings, previous_complete_run, run_causes, run_facts, run_findings, run_hosts)
 
@@ -31,6 +32,7 @@ def stored_report(connection, run_name):
         identified.append((finding, identity, None))
         history[identity] = (first_seen, runs_open)
     record = json.loads(row.record)
+    record.pop(POLICIES_KEY, None)
     report = build_report(record, run_hosts(connection, row.id), findings_by_host, run_causes(connection, row.id))
     report["run"]["fail_severity"] = record.get("fail_severity") or report["run"]["fail_severity"]
     previous_run = previous_complete_run(connection, row.scope_key, before_pk=row.id)

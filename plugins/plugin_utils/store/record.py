@@ -71,7 +71,7 @@ def facts_gpu_keys(facts_by_host):
     return {host: gpu_keys(facts) for host, facts in facts_by_host.items()}
 
 
-def store_and_compare(url, report, facts_by_host, settings, extend=None, run_dir=None):
+def store_and_compare(url, report, facts_by_host, settings, extend=None, run_dir=None, host_policies=None):
     """Opens the store, compares and writes; returns (identified, history, changes, store section).
     extend(connection, report, facts_by_host, previous run row, counters): findings to add before the comparison
     (drift and trends); it may add them to the report itself."""
@@ -98,7 +98,7 @@ def store_and_compare(url, report, facts_by_host, settings, extend=None, run_dir
                 previous_run.run_id if previous_run is not None else None,
                 lambda identities: finding_documents(connection, previous_run.id, identities))
             run_pk = write_run(connection, report, facts_by_host, identified, history, run_dir=run_dir,
-                               counters_by_host=counters)
+                               counters_by_host=counters, host_policies=host_policies)
             removed = apply_retention(connection, settings.facts_days, settings.runs_days)
     finally:
         engine.dispose()
@@ -122,7 +122,7 @@ def record_run(settings, report, facts_by_host, host_policies=None, extend=None,
         extend = extender(host_policies or {}, settings.groups_of_host)
     try:
         identified, history, changes, section = store_and_compare(settings.url, report, facts_by_host, settings,
-                                                                  extend, run_dir)
+                                                                  extend, run_dir, host_policies)
     except Exception as exc:  # any store failure (driver, server, disk, schema) is reported, never fatal
         message = store_error_text(exc)
         report["store"] = {"status": "failed", "url": redacted(settings.url), "source": settings.source,

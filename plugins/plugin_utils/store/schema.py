@@ -60,11 +60,24 @@ def upgrade(connection, revision="head"):
     command.upgrade(alembic_config(connection), revision)
 
 
+SCHEMA_LOCK = 0x6770666C  # "gpfl": the PostgreSQL advisory lock that one schema change at a time holds
+
+
+def serialise_schema_changes(connection):
+    """Several audits starting at once on a new PostgreSQL store (the slices of a sliced job) create its
+    schema one after the other: each waits for the lock, held until its transaction ends. SQLite
+    serialises writers itself."""
+    from sqlalchemy import text
+    if connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(%d)" % SCHEMA_LOCK))
+
+
 def ensure_schema(engine, revision="head"):
     """Create or upgrade the store to `revision` (head: this code's newest) in one transaction; refuse a
     store at a revision this code does not know. Returns the revision the store is at."""
     target = HEAD if revision == "head" else revision
     with engine.begin() as connection:
+        serialise_schema_changes(connection)
         current = current_revision(connection)
         refuse_newer(current)
         if current != target:

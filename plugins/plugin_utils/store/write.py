@@ -52,14 +52,30 @@ def facts_from_blob(blob):
     return json.loads(zlib.decompress(bytes(blob)).decode("utf-8", "replace"))
 
 
-def insert_run(connection, report):
+POLICIES_KEY = "stored_policies"  # in the stored run record only, for the aggregate of sliced runs
+
+
+def policies_record(host_policies):
+    """{"policies": [distinct effective policies], "host_policy": {host: index}} of a run's hosts."""
+    policies, index, host_policy = [], {}, {}
+    for host, policy in sorted((host_policies or {}).items()):
+        key = dumps(policy)
+        if key not in index:
+            index[key] = len(policies)
+            policies.append(policy)
+        host_policy[host] = index[key]
+    return {"policies": policies, "host_policy": host_policy}
+
+
+def insert_run(connection, report, host_policies=None):
     run = report["run"]
+    record = dict(run, **{POLICIES_KEY: policies_record(host_policies)}) if host_policies else run
     result = connection.execute(RUNS.insert().values(
         run_id=run["id"], scope_key=scope_key(run), status=run["status"], status_reason=run.get("status_reason"),
         started_at=run.get("started_at"), finished_at=run.get("finished_at"), tool_version=run.get("tool_version"),
         report_version=report.get("report_version"), run_dir=run.get("run_dir"),
         hosts_total=len(report["hosts"]), findings_total=len(report["findings"]),
-        record=dumps(run), summary=dumps(report["summary"])))
+        record=dumps(record), summary=dumps(report["summary"])))
     return result.inserted_primary_key[0]
 
 
@@ -75,10 +91,11 @@ def counter_rows(run_pk, counters_by_host, facts_by_host, observed_at):
 
 
 def write_run(connection, report, facts_by_host, identified, history, keep_facts=True, run_dir=None,
-              counters_by_host=None):
+              counters_by_host=None, host_policies=None):
     """Insert the run; identified: [(finding, identity, identity parts)]; history: {identity: (first_seen, runs_open)}.
-    run_dir: the run folder, whose facts files are stored as they are. Returns the run's row number."""
-    run_pk = insert_run(connection, report)
+    run_dir: the run folder, whose facts files are stored as they are; host_policies: {host: effective
+    policy}, kept in the run record (store/aggregate.py reads them). Returns the run's row number."""
+    run_pk = insert_run(connection, report, host_policies)
     started = report["run"].get("started_at")
     host_rows = [{"run_pk": run_pk, "host": host, "status": entry["status"], "message": entry.get("message"),
                   "facts_file": entry.get("facts_file")} for host, entry in report["hosts"].items()]
