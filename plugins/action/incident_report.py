@@ -12,7 +12,7 @@ import os
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.gpufleet.core.plugins.action.audit_report import registered_results
+from ansible_collections.gpufleet.core.plugins.action.audit_report import reached_in_this_run, registered_results
 from ansible_collections.gpufleet.core.plugins.modules.incident_report import ARGUMENT_SPEC
 from ansible_collections.gpufleet.core.plugins.plugin_utils.incident_run import run_incident
 
@@ -29,9 +29,9 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         hostvars = task_vars["hostvars"]
-        marker = args["run_marker"]
-        evidence = registered_results(hostvars, args["hosts"], args["evidence_var"], args["run_marker_var"], marker)
-        facts = registered_results(hostvars, args["hosts"], args["facts_var"], args["run_marker_var"], marker)
+        reached = reached_in_this_run({"run_marker_var": args["run_marker_var"], "run_dir": args["run_marker"]}, task_vars)
+        evidence = registered_results(hostvars, args["hosts"], args["evidence_var"], reached)
+        facts = registered_results(hostvars, args["hosts"], args["facts_var"], reached)
         try:
             written = run_incident(args["run_dir"], args["report_root"], evidence, facts)
         except (OSError, ValueError, KeyError) as exc:

@@ -47,13 +47,13 @@ options:
     type: str
     default: gpufleet_collect
   run_marker_var:
-    description: Host variable that names the run a host's results belong to (older results are not used).
+    description:
+      - Host variable that names the run a host's results belong to (older results are not used).
+      - Unset, the hosts still active in the play are those this run reached, as for M(gpufleet.core.audit_report).
     type: str
-    default: gpufleet_collect_run
   run_marker:
     description: The value of O(run_marker_var) of the hosts of this run (the proposed run folder).
     type: str
-    required: true
 attributes:
   check_mode:
     description: Writes the same files in check mode; it changes no host.
@@ -69,7 +69,6 @@ EXAMPLES = r"""
     hosts: "{{ ansible_play_hosts_all }}"
     run_dir: "{{ gpufleet_audit.report_dir }}"
     report_root: "{{ gpufleet_report_root }}"
-    run_marker: "{{ hostvars['localhost'].gpufleet_run_dir }}"
   delegate_to: localhost
   run_once: true
 """
@@ -105,8 +104,8 @@ ARGUMENT_SPEC = {
     "report_root": {"type": "path", "required": True},
     "evidence_var": {"type": "str", "default": "gpufleet_evidence"},
     "facts_var": {"type": "str", "default": "gpufleet_collect"},
-    "run_marker_var": {"type": "str", "default": "gpufleet_collect_run"},
-    "run_marker": {"type": "str", "required": True},
+    "run_marker_var": {"type": "str"},
+    "run_marker": {"type": "str"},
 }
 
 

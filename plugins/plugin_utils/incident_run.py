@@ -11,6 +11,7 @@ import datetime
 import json
 import os
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.remediation import load_report as load_audit_report
 from ansible_collections.gpufleet.core.plugins.plugin_utils.evidence_bundle import write_bundle
 from ansible_collections.gpufleet.core.plugins.plugin_utils.fault_log import render_fault_log
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_html import render_html
@@ -27,11 +28,6 @@ def _facts_of(result):
     if isinstance(result, dict) and isinstance(result.get("ansible_facts"), dict):
         return result["ansible_facts"].get("gpufleet")
     return None
-
-
-def load_audit_report(run_dir):
-    with open(os.path.join(run_dir, "report.json"), encoding="utf-8") as stream:
-        return json.load(stream)
 
 
 def run_incident(run_dir, report_root, evidence_results, facts_results=None, history=None, now=None):

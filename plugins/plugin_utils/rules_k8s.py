@@ -93,7 +93,7 @@ def allocatable_mismatch(ctx):
             kubernetes.get("node_name"), summary, len(ctx.gpus), ", %d lost" % len(lost) if lost else ""),
         {"differences": differ, "advertised": advertised, "expected": expected, "source": resources.get("source"),
          "sharing": kubernetes.get("sharing"), "mig_strategy": _mig_strategy(kubernetes), "lost_gpus": lost},
-        ("A GPU is missing from what pods can get: check the hardware findings (lost GPU, Xid 79) and the device "
+        ("A GPU is missing from what pods can get: check the hardware findings (a GPU that fell off the bus or was lost) and the device "
          "plugin's log (unhealthy devices); restart the plugin pod once the GPU is back." if fewer else
          "The device plugin advertises more than the GPUs and its config give: check its config (replicas, "
          "migStrategy) and restart the plugin pod after a change of its config or of the MIG layout."))]

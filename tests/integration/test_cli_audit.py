@@ -8,10 +8,11 @@ import sys
 
 import jsonschema
 import pytest
+from tests.support.demo_fleet import HOSTS as DEMO_FLEET_HOSTS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GPUFLEET = os.path.join(os.path.dirname(sys.executable), "gpufleet")
-DEMO_HOSTS = 16
+DEMO_HOSTS = len(DEMO_FLEET_HOSTS)
 
 pytestmark = pytest.mark.integration
 

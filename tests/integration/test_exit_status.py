@@ -97,7 +97,8 @@ def assert_valid_report(report):
 
 
 def run_folders(report_dir):
-    return sorted(name for name in os.listdir(str(report_dir)) if not name.startswith(("latest", ".")))
+    return sorted(name for name in os.listdir(str(report_dir))
+                  if not name.startswith(("latest", ".")) and os.path.isdir(os.path.join(str(report_dir), name)))
 
 
 # ---------------------------------------------------------------- 0, 2 and attribution

@@ -17,6 +17,7 @@ import shlex
 import sys
 import time
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.remediation import load_report as read_report
 from ansible_collections.gpufleet.core.plugins.plugin_utils.cli.progress import AuditProgress, ProgressDisplay
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_terminal import render_terminal
 
@@ -135,8 +136,7 @@ def exit_status(rc, progress, stdout_text):
 
 def load_report(report_dir):
     try:
-        with open(os.path.join(report_dir, "report.json")) as handle:
-            return json.load(handle)
+        return read_report(report_dir)
     except (OSError, ValueError):
         return None
 

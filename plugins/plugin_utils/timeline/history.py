@@ -15,6 +15,7 @@ __metaclass__ = type
 import json
 import os
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.events import epoch_of_iso, event
 
 SOURCE = "gpufleet"
@@ -103,7 +104,7 @@ def _read_report(path):
             report = json.load(stream)
     except (IOError, OSError, ValueError):
         return None
-    return report if isinstance(report, dict) else None
+    return expanded(report) if isinstance(report, dict) else None
 
 
 _SEVERITY_ORDER = ("critical", "warning", "info")

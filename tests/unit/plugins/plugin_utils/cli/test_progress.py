@@ -8,8 +8,9 @@ import os
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.cli.progress import (
     AuditProgress, ProgressDisplay, bar_line, elapsed_text)
+from tests.support.schema_check import ROOT
 
-EVENTS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "runner_events",
+EVENTS = os.path.join(ROOT, "tests", "fixtures", "runner_events",
                       "audit_unreachable.json")
 
 
