@@ -41,7 +41,6 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import
     finding_history, open_findings, previous_complete_run)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings  # noqa: E402
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.schema import ensure_schema  # noqa: E402
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import write_run  # noqa: E402
 from tests.support.postgres import Cluster, missing_reason  # noqa: E402
 
 OVERHEAD_HOSTS = 1000

@@ -96,7 +96,7 @@ def test_no_host_of_the_pattern_in_the_limit_exits_4(tmp_path):
 
 def test_runner_artifacts_are_rotated(tmp_path):
     runs = [gpufleet(tmp_path, "--report-root", str(tmp_path), "audit", "--limit", "no-such-host",
-                     "--keep-artifacts", "1", "--progress", "none") for _ in range(2)]
+                     "--keep-artifacts", "1", "--progress", "none") for _round in range(2)]
     assert [run.returncode for run in runs] == [4, 4]
     newest = [line.split(": ", 1)[1] for line in runs[1].stdout.splitlines() if line.startswith("Runner artifacts: ")]
     assert os.listdir(str(tmp_path / "runner" / "artifacts")) == [os.path.basename(newest[0])]

@@ -42,13 +42,13 @@ def key(*args):
     return command_key([IPMITOOL, "-I", "open", "-Z"] + list(args))
 
 
-def answering_host(**overrides):
+def answering_host(overrides=None):
     commands = {
         key("sdr", "elist"): {"rc": 0, "stdout": SDR_ELIST},
         key("sel", "elist"): {"rc": 0, "stdout": SEL_ELIST},
         key("sel", "time", "get"): {"rc": 0, "stdout": "11/30/26 06:00:42 GMT\n"},
         key("dcmi", "power", "reading"): {"rc": 1, "stdout": "", "stderr": "DCMI request failed because: Invalid command (c1)"},
     }
-    commands.update(overrides)
+    commands.update(overrides or {})
     return ReplayHost({"now": NOW, "dirs": {"/dev": ["null", "ipmi0", "tty"]}, "bins": {"ipmitool": IPMITOOL},
                        "files": {}, "commands": commands})

@@ -214,4 +214,3 @@ class IpmiSim:
     def _record_count(self):
         result = self.ipmitool("sel", "elist")
         return sum(1 for line in result.stdout.splitlines() if "|" in line)
-

@@ -18,7 +18,6 @@ ENV_STORE_URL = "GPUFLEET_STORE_URL"
 ENV_REPORT_ROOT = "GPUFLEET_REPORT_DIR"
 
 
-
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="gpufleet", description="Audit NVIDIA GPU fleets with the gpufleet.core collection (docs/cli.md).")

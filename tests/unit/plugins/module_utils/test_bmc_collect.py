@@ -28,7 +28,7 @@ def test_device_without_ipmitool_is_an_error_entry():
 def test_permission_denied_is_an_error_entry_not_a_failure():
     denied = {"rc": 1, "stdout": "", "stderr": PERMISSION}
     facts = new_facts()
-    host = answering_host(**{key("sdr", "elist"): denied, key("sel", "elist"): denied})
+    host = answering_host({key("sdr", "elist"): denied, key("sel", "elist"): denied})
     bmc = bmc_collect.collect_bmc_in_band(host, facts, 72, 10)
     assert bmc["status"] == "failed" and bmc["sel"] is None and bmc["fans"] == []
     assert [error["call"] for error in facts["errors"]] == ["ipmitool sdr elist", "ipmitool sel elist"]
@@ -49,7 +49,7 @@ def test_answering_bmc_fills_sensors_event_log_and_clock():
 
 def test_sel_unreadable_alone_is_partial():
     facts = new_facts()
-    host = answering_host(**{key("sel", "elist"): {"rc": None, "stdout": "", "timed_out": True}})
+    host = answering_host({key("sel", "elist"): {"rc": None, "stdout": "", "timed_out": True}})
     bmc = bmc_collect.collect_bmc_in_band(host, facts, 72, 10)
     assert bmc["status"] == "partial" and bmc["inlet_temperature_c"] == 41.0
     assert bmc["reasons"] == ["ipmitool sel elist: timed out and was killed"]
@@ -58,7 +58,7 @@ def test_sel_unreadable_alone_is_partial():
 def test_dcmi_reading_wins_over_the_sensor():
     facts = new_facts()
     dcmi = {"rc": 0, "stdout": "Instantaneous power reading: 2710 Watts\nPower reading state is: activated\n"}
-    bmc = bmc_collect.collect_bmc_in_band(answering_host(**{key("dcmi", "power", "reading"): dcmi}), facts, 72, 10)
+    bmc = bmc_collect.collect_bmc_in_band(answering_host({key("dcmi", "power", "reading"): dcmi}), facts, 72, 10)
     assert (bmc["power_draw_w"], bmc["power_draw_source"]) == (2710.0, "dcmi")
 
 
@@ -84,7 +84,7 @@ def test_bmc_subset_through_the_collection():
 def test_a_hung_bmc_is_asked_nothing_more():
     facts = new_facts()
     hung = {"rc": None, "stdout": "", "timed_out": True}
-    host = answering_host(**{key("sdr", "elist"): hung})
+    host = answering_host({key("sdr", "elist"): hung})
     bmc = bmc_collect.collect_bmc_in_band(host, facts, 72, 10)
     assert bmc["status"] == "failed"
     assert [error["reason"] for error in bmc["errors"]] == [

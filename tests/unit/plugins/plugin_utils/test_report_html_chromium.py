@@ -15,6 +15,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import 
 from tests.support.chromium import Dom, start_chromium
 from tests.support.report_inputs import HOSTILE_HOST, HOSTILE_PROCESS, hostile_inputs, large_inputs
 
+
 @pytest.fixture(scope="module")
 def doms():
     """Dumped DOMs of the pages below, loaded by parallel Chromium processes."""

@@ -33,7 +33,7 @@ def node_with_bmc(sdr=None, sel=None):
     if sel is not None:
         overrides[key("sel", "elist")] = {"rc": 0, "stdout": sel}
     scratch = new_facts()
-    facts["bmc"] = collect_bmc_in_band(answering_host(**overrides), scratch, 72, 10)
+    facts["bmc"] = collect_bmc_in_band(answering_host(overrides), scratch, 72, 10)
     facts["gather_subset"].append("bmc")
     return facts
 
