@@ -96,6 +96,12 @@ def parse_gpu_utilization(stdout):
     return found
 
 
+def _only_unavailable(stdout):
+    """True when every row of the utilization query is a GPU index with [N/A]."""
+    rows = [[part.strip() for part in line.split(",")] for line in (stdout or "").splitlines() if line.strip()]
+    return bool(rows) and all(len(row) == 2 and row[0].isdigit() and row[1] == "[N/A]" for row in rows)
+
+
 def _read_psi(host):
     return dict((resource, parse_psi(host.read_text("%s/%s" % (PSI_FOLDER, resource)))) for resource in RESOURCES)
 
@@ -178,6 +184,10 @@ class _GpuSampler:
             return
         result = self.host.run([self.nvidia_smi] + GPU_QUERY, timeout)
         values = parse_gpu_utilization(result.stdout) if result.rc == 0 else {}
+        if not values and result.rc == 0 and _only_unavailable(result.stdout):
+            # every GPU answers [N/A] (MIG mode has no whole-GPU utilization): nothing to sample, nothing failed
+            self.nvidia_smi = None
+            return
         if not values:
             add_error(self.facts, None, "host pressure: nvidia-smi " + " ".join(GPU_QUERY),
                       result.describe_failure() if result.rc != 0 else "no utilization in the output", result.rc)

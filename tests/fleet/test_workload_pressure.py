@@ -8,6 +8,8 @@ import time
 
 import pytest
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
+
 UNIT = "inference.service"
 HOST = "fleet-01"
 RESTARTS = 3
@@ -40,7 +42,7 @@ def audited(workload_fleet, tmp_path_factory):
     run = workload_fleet.playbook("audit.yml", extra_vars={"gpufleet_report_dir": str(report_dir)})
     assert run.rc in (0, 2), run.output()
     run_dir = report_dir / "latest"
-    report = json.loads((run_dir / "report.json").read_text())
+    report = expanded(json.loads((run_dir / "report.json").read_text()))
     facts = json.loads((run_dir / "facts" / (HOST + ".json")).read_text())
     return report, facts
 

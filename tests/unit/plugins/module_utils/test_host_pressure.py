@@ -150,3 +150,11 @@ def test_the_corpus_psi_files(corpus, name):
     assert set(parsed) == {"some", "full"}
     assert all(set(values) == {"avg10", "avg60", "avg300", "total"} for values in parsed.values())
     assert parsed["some"]["total"] >= parsed["full"]["total"] > 0
+
+
+def test_gpus_in_mig_mode_have_no_utilization_and_that_is_no_error():
+    clock = Clock()
+    host = PressureHost(clock, utilization=("0, [N/A]\n1, [N/A]\n",))
+    facts = sample(host, clock)
+    assert facts["errors"] == [] and host.queries == 1
+    assert facts["host_pressure"]["gpu_utilization_source"] != "nvidia-smi"
