@@ -1,23 +1,13 @@
 """Drives the gpu_facts module's main() in-process, as Ansible runs it on a target."""
 
-import json
 import os
 import stat
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpufleet.core.plugins.modules import gpu_facts
-from tests.support.schema_check import ROOT, assert_valid_facts
-
-T4_XML = os.path.join(ROOT, "tests", "fixtures", "samples", "nvsmi-q-x_tesla-t4_515.105.01.xml")
-
-
-def run_module(capsys, **args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            gpu_facts.main()
-    return json.loads(capsys.readouterr().out)
+from tests.support.gpu_facts_module import T4_XML, run_module
+from tests.support.schema_check import assert_valid_facts
 
 
 @pytest.fixture
