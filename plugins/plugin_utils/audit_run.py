@@ -7,7 +7,9 @@ status (complete, partial, failed) and each host's verdict, which the playbook t
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import contextlib
 import datetime
+import gc
 import json
 import os
 
@@ -154,16 +156,41 @@ def strictest_fail_severity(policies):
     return min(failing, key=severity_rank)
 
 
+@contextlib.contextmanager
+def collector_paused():
+    """Python's cyclic garbage collector off for the duration (on again afterwards if it was on).
+
+    run_audit allocates hundreds of thousands of findings, strings and dicts; every so many allocations the
+    collector walks the whole heap, the fleet's facts included, so its cost grew faster than the fleet
+    (bench/README.md, section 4). Nothing run_audit builds is a reference cycle that needs it: reference
+    counting frees what the run drops, and the collector catches up once it is back on."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def run_audit(results, host_policies, run_dir, report_root, started_at, fail_severity=None, scope=None, store=None,
               orchestration=None):
     """results: {host: registered gpu_facts result}; host_policies: {host: effective policy};
     scope: {"hosts": every host of the audit's pattern without --limit, "pattern", "limit"} (optional:
     without it the targeted hosts are the whole scope); store: store.record.StoreSettings (None: no store,
     and the report has no "store" and "changes" sections); orchestration: the AWX job or slice the run is
-    part of (plugin_utils/orchestration.py), recorded as run.orchestration.
+    part of (plugin_utils/orchestration.py), recorded as run.orchestration. A registered result that holds
+    gpufleet_facts_file has its facts file written already (host_status).
 
     Returns (report, written paths, per-host summary lines).
     """
+    with collector_paused():
+        return _run_audit(results, host_policies, run_dir, report_root, started_at, fail_severity, scope, store,
+                          orchestration)
+
+
+def _run_audit(results, host_policies, run_dir, report_root, started_at, fail_severity, scope, store,
+               orchestration):
     facts_dir = os.path.join(run_dir, "facts")
     os.makedirs(facts_dir, exist_ok=True)
     statuses, facts_by_host = {}, {}
