@@ -128,8 +128,8 @@ def test_nothing_is_lost_expanded_of_compact_is_the_report(inputs):
     assert expanded(compact(report)) == report
     back = expanded(on_disk(report))
     assert back == json.loads(json.dumps(report, default=str))
-    assert [list(f) for f in back["findings"]] == [list(f) for f in json.loads(json.dumps(report["findings"],
-                                                                                           default=str))]
+    key_orders = [list(f) for f in json.loads(json.dumps(report["findings"], default=str))]
+    assert [list(f) for f in back["findings"]] == key_orders
 
 
 def test_the_generated_bench_fleet_round_trips():
