@@ -314,12 +314,34 @@ def output_sizes(run_dir, paths):
     return sizes, len(facts)
 
 
-def audit_once(results, host_policies, work_root, replacements=(), profiler=None):
-    """((wall s, CPU s), report, sizes, facts files) of one run_audit into a fresh folder, removed afterwards."""
+def prewrite_facts_files(results, run_dir):
+    """What the per-host gpu_facts action does in the Ansible worker as each result arrives: write
+    facts/<host>.json (here through run_audit's own host_status, so the same bytes) and name it in the
+    result as gpufleet_facts_file. Returns (results that name their files, CPU s, wall s)."""
+    facts_dir = os.path.join(run_dir, "facts")
+    os.makedirs(facts_dir, exist_ok=True)
+    names = report_writer.facts_file_names(sorted(results))
+    mode = report_writer.file_mode(report_writer.FACTS_MODE)
+    named = {}
+    wall, cpu = time.perf_counter(), time.process_time()
+    for host, result in results.items():
+        entry, _facts = audit_run.host_status(host, result, facts_dir, names[host], mode)
+        named[host] = dict(result, **{audit_run.FACTS_FILE_KEY: entry["facts_file"]}) if entry["facts_file"] else result
+    return named, time.process_time() - cpu, time.perf_counter() - wall
+
+
+def audit_once(results, host_policies, work_root, replacements=(), profiler=None, prewritten=False):
+    """((wall s, CPU s), report, sizes, facts files, facts pre-written (CPU s, wall s) or None) of one run_audit
+    into a fresh folder, removed afterwards. prewritten: the facts files are written first, untimed in the
+    run's time, as the per-host worker does (prewrite_facts_files), and run_audit only names them."""
     root = tempfile.mkdtemp(prefix="gpufleet-bench-diagnose-", dir=work_root)
     try:
         report_root = os.path.join(root, "reports")
         run_dir = os.path.join(report_root, STARTED_AT.replace("-", "").replace(":", ""))
+        prewrite = None
+        if prewritten:
+            results, prewrite_cpu, prewrite_wall = prewrite_facts_files(results, run_dir)
+            prewrite = (prewrite_cpu, prewrite_wall)
         with patched(replacements):
             wall, cpu = time.perf_counter(), time.process_time()
             if profiler:
@@ -333,7 +355,7 @@ def audit_once(results, host_policies, work_root, replacements=(), profiler=None
         sizes, facts_files = output_sizes(run_dir, paths)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    return seconds, report, sizes, facts_files
+    return seconds, report, sizes, facts_files, prewrite
 
 
 def peak_rss_mib():
@@ -350,9 +372,17 @@ def timed_audit(results, host_policies, work_root):
     baseline, baseline_cpu, baseline_bytes = baseline_seconds(results)
     clock, collector = PhaseClock(), GcClock()
     with gc_callback(collector):
-        (seconds, cpu), report, sizes, facts_files = audit_once(results, host_policies, work_root,
-                                                                phase_timers(clock))
+        (seconds, cpu), report, sizes, facts_files, _none = audit_once(results, host_policies, work_root,
+                                                                       phase_timers(clock))
+    gc.collect()
+    # the same audit with the facts files already written by the worker (the gpu_facts action's path)
+    (pre_wall, pre_cpu), _report, _sizes, _files, (write_cpu, write_wall) = audit_once(
+        results, host_policies, work_root, prewritten=True)
     return {
+        "prewritten_total_seconds": pre_wall,
+        "prewritten_total_cpu_seconds": pre_cpu,
+        "facts_file_cpu_ms_per_host": 1e3 * write_cpu / max(len(results), 1),
+        "facts_file_wall_ms_per_host": 1e3 * write_wall / max(len(results), 1),
         "hosts": len(results),
         "gpus": sum(len(facts["gpus"]) for facts in facts_of(results)),
         "baseline_seconds": baseline,
@@ -452,8 +482,8 @@ def profile_audit(results, host_policies, work_root):
     is not charged to the function that happened to trigger it (GcClock has the collector's own time)."""
     profiler = cProfile.Profile(time.process_time)
     with gc_disabled():
-        seconds, _report, _sizes, _files = audit_once(results, host_policies, work_root,
-                                                      without_facts_files(profiler), profiler)
+        seconds, _report, _sizes, _files, _none = audit_once(results, host_policies, work_root,
+                                                             without_facts_files(profiler), profiler)
     stats = pstats.Stats(profiler, stream=io.StringIO())
     table = {}
     for key, (_primitive, calls, own, cumulative, callers) in stats.stats.items():
@@ -551,6 +581,10 @@ def size_summary(runs):
         "facts_files": first["facts_files"],
         "peak_rss_mib": first["peak_rss_mib"],
         "build_seconds": median([run["build_seconds"] for run in runs]),
+        "prewritten": {"wall": median([run["prewritten_total_seconds"] for run in runs]),
+                       "cpu": median([run["prewritten_total_cpu_seconds"] for run in runs])},
+        "facts_file_ms_per_host": {"wall": median([run["facts_file_wall_ms_per_host"] for run in runs]),
+                                   "cpu": median([run["facts_file_cpu_ms_per_host"] for run in runs])},
     }
 
 
@@ -682,6 +716,14 @@ def print_diagnose(result):
     print_row("(garbage collector, wall s)", [s["gc_seconds"] for s in summaries])
     print_clock("CPU seconds (this process, user + system)", summaries, "cpu")
     print_row("growth: hosts N/N0", [row["hosts_ratio"] for row in rows], "%12.2f")
+    print("   facts files written in the worker (gpufleet_facts_file; run_audit only names them)")
+    print_row("run_audit, pre-written, CPU s", [s["prewritten"]["cpu"] for s in summaries])
+    print_row("run_audit, pre-written, wall s", [s["prewritten"]["wall"] for s in summaries])
+    print_row("growth, pre-written, CPU", [s["prewritten"]["cpu"] / summaries[0]["prewritten"]["cpu"]
+                                           for s in summaries], "%12.2f")
+    print_row("pre-written / as today, CPU", [s["prewritten"]["cpu"] / s["cpu"]["total"] for s in summaries], "%12.2f")
+    print_row("one facts file, CPU ms/host", [s["facts_file_ms_per_host"]["cpu"] for s in summaries])
+    print_row("one facts file, wall ms/host", [s["facts_file_ms_per_host"]["wall"] for s in summaries])
     print_growth("growth t(N)/t(N0), CPU time", rows, "cpu")
     print_growth("growth t(N)/t(N0), wall-clock time", rows, "wall")
     print_row("  garbage collector", [row["gc"] for row in rows], "%12.2f")

@@ -69,6 +69,7 @@ import os
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.loadstep_plan import describe, plan
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
 
 
 def _findings(report_dir):
@@ -76,7 +77,7 @@ def _findings(report_dir):
         return []
     try:
         with open(os.path.join(report_dir, "report.json")) as handle:
-            return json.load(handle).get("findings") or []
+            return expanded(json.load(handle)).get("findings") or []  # report.json 1.2+ stores findings compacted
     except (IOError, OSError, ValueError) as error:
         raise AnsibleFilterError("loadstep_plan: cannot read the audit's report in %s: %s" % (report_dir, error))
 

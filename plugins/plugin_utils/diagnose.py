@@ -30,9 +30,11 @@ RULE_MODULES = (rules_collection, rules_driver, rules_hardware, rules_scheduling
 
 
 def _checks(scope):
+    """((RuleInfo, the check function itself), ...) in layer order: diagnose_host sets ctx.rule and calls the
+    function without @rule's wrapper (one Python call less for each of the fleet's rule and GPU pairs)."""
     infos = sorted((info for info in RULES.values() if info.scope == scope and info.check is not None),
                    key=lambda info: (LAYER_ORDER[info.layer], info.id))
-    return tuple(info.check for info in infos)
+    return tuple((info, getattr(info.check, "__wrapped__", info.check)) for info in infos)
 
 
 HOST_CHECKS = _checks("host")
@@ -79,13 +81,20 @@ def diagnose_host(host, facts, policy, knowledge, now=None, plan=None):
             findings.extend(RULES[rule_id].check(ctx))
         findings.extend(run_custom_rules(ctx.plan.custom, host, facts, scopes=("host",)))
         return findings
-    for check in HOST_CHECKS:
-        findings.extend(check(ctx))
+    for info, check in HOST_CHECKS:
+        ctx.rule = info
+        found = check(ctx)
+        if found:
+            findings.extend(found)
+    gpu_checks = GPU_CHECKS
     for gpu in ctx.gpus:
         if gpu.get("lost"):
             continue  # hardware.gpu_lost says it all; its other values are unknown
-        for check in GPU_CHECKS:
-            findings.extend(check(ctx, gpu))
+        for info, check in gpu_checks:
+            ctx.rule = info
+            found = check(ctx, gpu)
+            if found:
+                findings.extend(found)
     findings.extend(run_custom_rules(ctx.plan.custom, host, facts))
     return findings
 

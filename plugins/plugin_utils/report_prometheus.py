@@ -110,18 +110,36 @@ def run_families(report):
     return lines
 
 
+def label_escaper():
+    """label_value with a memory: a fleet's reports repeat the same hosts, rules and bus ids thousands of times."""
+    known = {}
+
+    def escaped(value):
+        try:
+            return known[value]
+        except KeyError:
+            text = known[value] = label_value(value)
+            return text
+    return escaped
+
+
 def host_families(report):
     hosts = report["hosts"]
-    up = [sample("gpufleet_host_up", [("host", host), ("status", entry["status"])], entry["status"] == "ok")
-          for host, entry in hosts.items()]
+    escaped = label_escaper()
+    up = ['gpufleet_host_up{host="%s",status="%s"} %s' % (
+        escaped(host), escaped(entry["status"]), "1" if entry["status"] == "ok" else "0")
+        for host, entry in hosts.items()]
     counts = []
     for host, entry in hosts.items():
+        if not entry["findings"]:
+            continue
         per_layer = {}
         for finding in entry["findings"]:
             key = (finding["layer"], finding["severity"])
             per_layer[key] = per_layer.get(key, 0) + 1
-        counts.extend(sample("gpufleet_findings", [("host", host), ("layer", layer), ("severity", severity)], n)
-                      for (layer, severity), n in sorted(per_layer.items()))
+        name = escaped(host)
+        counts.extend('gpufleet_findings{host="%s",layer="%s",severity="%s"} %d' % (
+            name, escaped(layer), escaped(severity), n) for (layer, severity), n in sorted(per_layer.items()))
     return (family("gpufleet_host_up", "1 when the host's facts were collected, 0 when it was unreachable or failed.", up)
             + family("gpufleet_findings", "Findings per host, layer and severity (only non-zero series).", counts))
 
@@ -132,8 +150,10 @@ def finding_family(report):
     for finding in report["findings"]:
         key = (finding["host"], finding["rule"], finding["layer"], finding["severity"], finding.get("gpu") or "")
         counts[key] = counts.get(key, 0) + 1
-    samples = [sample("gpufleet_finding", list(zip(("host", "rule", "layer", "severity", "gpu"), key)), n)
-               for key, n in counts.items()]
+    escaped = label_escaper()
+    samples = ['gpufleet_finding{host="%s",rule="%s",layer="%s",severity="%s",gpu="%s"} %d' % (
+        escaped(host), escaped(rule), escaped(layer), escaped(severity), escaped(gpu), n)
+        for (host, rule, layer, severity, gpu), n in counts.items()]
     return family("gpufleet_finding", "Findings by host, rule and GPU (gpu empty for host-wide findings).", samples)
 
 

@@ -494,9 +494,11 @@ def pcie_replay(ctx, gpu):
 def nvlink_inactive(ctx, gpu):
     links = gpu.get("nvlinks") or []
     down = [link["link"] for link in links if link.get("active") is False]
+    if not down:  # the usual case, decided before the other lists are built
+        return ()
     up = [link["link"] for link in links if link.get("active")]
     baseboard = ctx.knowledge.is_baseboard_model(gpu.get("name"))
-    if not down or not (up or baseboard):
+    if not (up or baseboard):
         return ()
     return [ctx.finding(
         gpu,
@@ -514,8 +516,11 @@ def nvlink_errors(ctx, gpu):
         return ()
     per_link = {}
     for link in gpu.get("nvlinks") or ():
-        counters = {name: value for name, value in (link.get("errors") or {}).items() if value}
-        if counters and sum(counters.values()) >= limit:
+        errors = link.get("errors")
+        if not errors or not any(errors.values()):  # the usual case: every counter 0 or unknown
+            continue
+        counters = {name: value for name, value in errors.items() if value}
+        if sum(counters.values()) >= limit:
             per_link[str(link["link"])] = counters
     if not per_link:
         return ()
