@@ -12,24 +12,14 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.store.identity impor
 
 def total(values):
     """The sum of the integers among values (booleans are not counts), None when there is none."""
-    found = False
-    summed = 0
-    for value in values:
-        if isinstance(value, int) and not isinstance(value, bool):  # a boolean is not a count
-            summed += value
-            found = True
-    return summed if found else None
+    counts = [value for value in values if type(value) is int]  # pylint: disable=unidiomatic-typecheck
+    return sum(counts) if counts else None  # (type() is int: a boolean is not a count)
 
 
 def nvlink_total(gpu):
-    found = False
-    summed = 0
-    for link in gpu.get("nvlinks") or ():
-        for value in (link.get("errors") or {}).values():
-            if isinstance(value, int) and not isinstance(value, bool):
-                summed += value
-                found = True
-    return summed if found else None
+    counts = [value for link in gpu.get("nvlinks") or () for value in (link.get("errors") or {}).values()
+              if type(value) is int]  # pylint: disable=unidiomatic-typecheck
+    return sum(counts) if counts else None
 
 
 def gpu_counters(gpu):

@@ -8,21 +8,29 @@ other finding (summary, verdicts, every renderer), before the run is compared an
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import collections
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import select
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import DEFAULT_FAIL_SEVERITY, NO_FAILURE
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_history import (
     DRIFT_RULES, TREND_RULES, HistoryContext, run_rules)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline import baseline_facts, baseline_for_hosts
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import GPU_COUNTERS
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import COUNTER_COLUMNS, GPU_COUNTERS
+
+
+CounterRow = collections.namedtuple("CounterRow", ("host", "gpu_key", "observed_at") + COUNTER_COLUMNS)
 
 
 def previous_counters(connection, previous_run):
-    """{host: {gpu key: counters row}} of the previous complete run."""
+    """{host: {gpu key: CounterRow}} of the previous complete run (plain tuples: the trend rules read
+    thousands of them)."""
     if previous_run is None:
         return {}
     found = {}
-    for row in connection.execute(select(GPU_COUNTERS).where(GPU_COUNTERS.c.run_pk == previous_run.id)):
+    query = select(*[GPU_COUNTERS.c[name] for name in CounterRow._fields]).where(
+        GPU_COUNTERS.c.run_pk == previous_run.id)
+    for row in connection.execute(query):
+        row = CounterRow._make(row)
         found.setdefault(row.host, {})[row.gpu_key] = row
     return found
 
@@ -58,6 +66,9 @@ def add_findings(report, extra, rule_ids):
     """The report rebuilt with the extra findings and rules (summary, order, counts), in place."""
     from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report
     if not extra and not rule_ids:
+        return report
+    if not extra:  # nothing to add (the usual run): the rules that ran are the only change, no rebuild
+        report["run"]["rules_run"] = sorted(set(report["run"].get("rules_run") or ()) | set(rule_ids))
         return report
     run = dict(report["run"])
     never = run.get("fail_severity") == NO_FAILURE

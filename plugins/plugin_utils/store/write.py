@@ -16,7 +16,7 @@ import zlib
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import delete, select
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import fleet_counters
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import (
-    BASELINES, CAUSES, FACTS, FINDINGS, GPU_COUNTERS, HOSTS, RUN_TABLES, RUNS)
+    BASELINES, CAUSES, COUNTER_COLUMNS, FACTS, FINDINGS, GPU_COUNTERS, HOSTS, RUN_TABLES, RUNS)
 
 UNSCOPED = "all"
 
@@ -79,54 +79,71 @@ def insert_run(connection, report, host_policies=None):
     return result.inserted_primary_key[0]
 
 
+def insert_rows(connection, table, columns, rows):
+    """One executemany of plain tuples (no SQLAlchemy parameter processing per row): the run's rows are
+    thousands, and building and checking a dict for each cost more than the database's own work."""
+    if not rows:
+        return
+    quote = connection.dialect.identifier_preparer.quote
+    mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
+    connection.exec_driver_sql("INSERT INTO %s (%s) VALUES (%s)" % (
+        quote(table.name), ", ".join(quote(column) for column in columns), ", ".join([mark] * len(columns))), rows)
+
+
+HOST_COLUMNS = ("run_pk", "host", "status", "message", "facts_file")
+FACT_COLUMNS = ("run_pk", "host", "collected_at", "data")
+FINDING_COLUMNS = ("run_pk", "identity", "host", "rule", "layer", "severity", "gpu", "gpu_key", "rule_key",
+                   "first_seen", "runs_open", "data")
+CAUSE_COLUMNS = ("run_pk", "cause_id", "severity", "data")
+COUNTER_ROW_COLUMNS = ("run_pk", "host", "gpu_key", "observed_at") + COUNTER_COLUMNS
+
+
 def counter_rows(run_pk, counters_by_host, facts_by_host, observed_at):
-    """Rows of gpu_counters; counters_by_host: store.counters.fleet_counters of the run."""
+    """Rows of gpu_counters (tuples in COUNTER_ROW_COLUMNS order); counters_by_host:
+    store.counters.fleet_counters of the run."""
     rows = []
     for host, gpus in counters_by_host.items():
         collected = (facts_by_host.get(host) or {}).get("collected_at") or observed_at
         for key, (_gpu, counters) in gpus.items():
-            if any(value is not None for value in counters.values()):
-                rows.append(dict(counters, run_pk=run_pk, host=host, gpu_key=key, observed_at=collected))
+            values = tuple(counters[column] for column in COUNTER_COLUMNS)
+            if values.count(None) < len(values):
+                rows.append((run_pk, host, key, collected) + values)
+    return rows
+
+
+def finding_rows(run_pk, identified, history, started):
+    rows = []
+    for finding, identity, parts in identified:
+        first_seen, runs_open = history[identity]
+        rows.append((run_pk, identity, str(finding.get("host")), str(finding.get("rule")), finding.get("layer") or "",
+                     finding.get("severity") or "", finding.get("gpu"), parts[2] or None, parts[3],
+                     first_seen or started or "", runs_open, dumps(finding)))
     return rows
 
 
 def write_run(connection, report, facts_by_host, identified, history, keep_facts=True, run_dir=None,
               counters_by_host=None, host_policies=None):
     """Insert the run; identified: [(finding, identity, identity parts)]; history: {identity: (first_seen, runs_open)}.
-    run_dir: the run folder, whose facts files are stored as they are; host_policies: {host: effective
-    policy}, kept in the run record (store/aggregate.py reads them). Returns the run's row number."""
+    run_dir: the run folder, whose facts files (hosts.<host>.facts_file, relative to it) are stored as they
+    are; host_policies: {host: effective policy}, kept in the run record (store/aggregate.py reads them).
+    Returns the run's row number."""
     run_pk = insert_run(connection, report, host_policies)
     started = report["run"].get("started_at")
-    host_rows = [{"run_pk": run_pk, "host": host, "status": entry["status"], "message": entry.get("message"),
-                  "facts_file": entry.get("facts_file")} for host, entry in report["hosts"].items()]
-    if host_rows:
-        connection.execute(HOSTS.insert(), host_rows)
+    insert_rows(connection, HOSTS, HOST_COLUMNS, [
+        (run_pk, host, entry["status"], entry.get("message"), entry.get("facts_file"))
+        for host, entry in report["hosts"].items()])
     if keep_facts:
-        fact_rows = [{"run_pk": run_pk, "host": host, "collected_at": facts.get("collected_at"),
-                      "data": facts_blob(facts, run_dir, (report["hosts"].get(host) or {}).get("facts_file"))}
-                     for host, facts in facts_by_host.items() if facts is not None]
-        if fact_rows:
-            connection.execute(FACTS.insert(), fact_rows)
-    finding_rows = []
-    for finding, identity, parts in identified:
-        first_seen, runs_open = history[identity]
-        _rule, _host, gpu, key = parts
-        finding_rows.append({
-            "run_pk": run_pk, "identity": identity, "host": str(finding.get("host")), "rule": str(finding.get("rule")),
-            "layer": finding.get("layer") or "", "severity": finding.get("severity") or "", "gpu": finding.get("gpu"),
-            "gpu_key": gpu or None, "rule_key": key, "first_seen": first_seen or started or "",
-            "runs_open": runs_open, "data": dumps(finding)})
-    if finding_rows:
-        connection.execute(FINDINGS.insert(), finding_rows)
-    cause_rows = [{"run_pk": run_pk, "cause_id": str(cause.get("id")), "severity": cause.get("severity"),
-                   "data": dumps(cause)} for cause in report.get("causes") or ()]
-    if cause_rows:
-        connection.execute(CAUSES.insert(), cause_rows)
+        insert_rows(connection, FACTS, FACT_COLUMNS, [
+            (run_pk, host, facts.get("collected_at"),
+             facts_blob(facts, run_dir, (report["hosts"].get(host) or {}).get("facts_file")))
+            for host, facts in facts_by_host.items() if facts is not None])
+    insert_rows(connection, FINDINGS, FINDING_COLUMNS, finding_rows(run_pk, identified, history, started))
+    insert_rows(connection, CAUSES, CAUSE_COLUMNS, [
+        (run_pk, str(cause.get("id")), cause.get("severity"), dumps(cause)) for cause in report.get("causes") or ()])
     if counters_by_host is None:
         counters_by_host = fleet_counters(facts_by_host)
-    counters = counter_rows(run_pk, counters_by_host, facts_by_host, started or "")
-    if counters:
-        connection.execute(GPU_COUNTERS.insert(), counters)
+    insert_rows(connection, GPU_COUNTERS, COUNTER_ROW_COLUMNS,
+                counter_rows(run_pk, counters_by_host, facts_by_host, started or ""))
     return run_pk
 
 
