@@ -80,14 +80,21 @@ def insert_run(connection, report, host_policies=None):
 
 
 def insert_rows(connection, table, columns, rows):
-    """One executemany of plain tuples (no SQLAlchemy parameter processing per row): the run's rows are
-    thousands, and building and checking a dict for each cost more than the database's own work."""
+    """Plain tuples in one executemany (no SQLAlchemy parameter processing per row), or one COPY on
+    PostgreSQL, on the connection's transaction: a run's rows are thousands, and building and checking a
+    dict for each cost more than the database's own work."""
     if not rows:
         return
     quote = connection.dialect.identifier_preparer.quote
+    names = "%s (%s)" % (quote(table.name), ", ".join(quote(column) for column in columns))
+    if connection.dialect.driver == "psycopg":  # PostgreSQL: COPY, one stream instead of a statement a row
+        with connection.connection.driver_connection.cursor() as cursor:
+            with cursor.copy("COPY %s FROM STDIN" % names) as copy:
+                for row in rows:
+                    copy.write_row(row)
+        return
     mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
-    connection.exec_driver_sql("INSERT INTO %s (%s) VALUES (%s)" % (
-        quote(table.name), ", ".join(quote(column) for column in columns), ", ".join([mark] * len(columns))), rows)
+    connection.exec_driver_sql("INSERT INTO %s VALUES (%s)" % (names, ", ".join([mark] * len(columns))), rows)
 
 
 HOST_COLUMNS = ("run_pk", "host", "status", "message", "facts_file")
