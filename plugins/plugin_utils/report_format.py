@@ -3,6 +3,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """report.json on disk (report 1.2 and later) against the report in memory (docs/report-format.md).
 
+1.3: changes.persisting lists the persisting findings' identities (1.2: an object per finding, which
+findings[] holds in full anyway); `expanded` reads both into identities.
+
 In memory (report_model.build_report), every host entry holds its findings and every finding its action,
 as the renderers read them. On disk, each finding is written once: `hosts.<host>.findings` lists the
 positions of the host's findings in the top-level `findings`, and an action that every finding of a rule
@@ -64,6 +67,11 @@ def compact(report):
     return document
 
 
+def persisting_identities(changes):
+    """changes.persisting as identities from any 1.x document: 1.3 lists identities, 1.2 objects with one."""
+    return [entry.get("identity") if isinstance(entry, dict) else entry for entry in (changes or {}).get("persisting") or ()]
+
+
 def expanded(document):
     """The report in memory from a report.json document of any 1.x version (a new object)."""
     actions = document.get("actions") or {}
@@ -71,6 +79,8 @@ def expanded(document):
                 for finding in document.get("findings", [])]
     report = {key: value for key, value in document.items() if key != "actions"}
     report["findings"] = findings
+    if isinstance(document.get("changes"), dict):
+        report["changes"] = dict(document["changes"], persisting=persisting_identities(document["changes"]))
     report["hosts"] = {
         host: dict(entry, findings=[findings[item] if isinstance(item, int) else item
                                     for item in entry.get("findings", [])])

@@ -6,7 +6,8 @@
 The shape is a public contract, documented in docs/schema/report.schema.json. Within a major
 REPORT_VERSION keys are only added; consumers ignore keys they do not know. One exception, 1.2: on disk
 (report_format.compact) a host's findings are positions in the top-level findings and shared actions sit
-in `actions`; report_format.expanded reads every 1.x document back into this shape.
+in `actions`; report_format.expanded reads every 1.x document back into this shape. 1.3: changes.persisting
+lists identities instead of objects (docs/report-format.md).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -24,7 +25,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
 )
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import severity_rank
 
-REPORT_VERSION = "1.2"
+REPORT_VERSION = "1.3"
 HOST_STATUSES = ("ok", "unreachable", "failed")
 # complete: every host of the audit's pattern was targeted; partial: only some (--limit); failed: no
 # host's facts could be read. A report built without a status is complete (callers of build_report).
