@@ -35,13 +35,22 @@ def previous_counters(connection, previous_run):
     return found
 
 
-def history_findings(connection, facts_by_host, host_policies, groups_of_host, previous_run, current=None):
-    """({host: [findings]}, rule ids evaluated). current: store.counters.fleet_counters of this run."""
+def audited_baselines(connection, facts_by_host, groups_of_host):
+    """{host: (facts in its baseline run, baseline run row, group)} of the hosts audited now."""
+    audited = [host for host, facts in facts_by_host.items() if facts is not None]
+    return baseline_facts(connection, baseline_for_hosts(connection, audited, groups_of_host))
+
+
+def history_findings(connection, facts_by_host, host_policies, groups_of_host, previous_run, current=None,
+                     baselines=None):
+    """({host: [findings]}, rule ids evaluated). current: store.counters.fleet_counters of this run;
+    baselines: audited_baselines (read here when not given)."""
     if current is None:
         from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import fleet_counters
         current = fleet_counters(facts_by_host)
     audited = [host for host, facts in facts_by_host.items() if facts is not None]
-    baselines = baseline_facts(connection, baseline_for_hosts(connection, audited, groups_of_host))
+    if baselines is None:
+        baselines = audited_baselines(connection, facts_by_host, groups_of_host)
     counters = previous_counters(connection, previous_run)
     found, rules = {}, set()
     for host in audited:
@@ -89,9 +98,14 @@ def add_findings(report, extra, rule_ids):
 
 
 def extender(host_policies, groups_of_host):
-    """The hook store.record.record_run calls inside the run's transaction."""
+    """The hook store.record.record_run calls inside the run's transaction: the history findings, and the
+    baseline template of the audited hosts' baselines as report.json's `baselines` (when any is set)."""
     def extend(connection, report, facts_by_host, previous_run, current=None):
+        baselines = audited_baselines(connection, facts_by_host, groups_of_host)
         extra, rule_ids = history_findings(connection, facts_by_host, host_policies, groups_of_host, previous_run,
-                                           current)
+                                           current, baselines)
         add_findings(report, extra, rule_ids)
+        if baselines:
+            from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline_template import templates_for_hosts
+            report["baselines"] = templates_for_hosts(connection, baselines)
     return extend

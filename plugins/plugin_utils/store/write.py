@@ -67,6 +67,14 @@ def policies_record(host_policies):
     return {"policies": policies, "host_policy": host_policy}
 
 
+def stored_policies(record):
+    """{host: effective policy} from a stored run record (policies_record's inverse)."""
+    stored = record.get(POLICIES_KEY) or {}
+    policies = stored.get("policies") or []
+    return {host: policies[index] for host, index in (stored.get("host_policy") or {}).items()
+            if 0 <= index < len(policies)}
+
+
 def insert_run(connection, report, host_policies=None):
     run = report["run"]
     record = dict(run, **{POLICIES_KEY: policies_record(host_policies)}) if host_policies else run
