@@ -39,7 +39,7 @@ def facts_blob(facts, run_dir=None, facts_file=None):
     if run_dir and facts_file:
         try:
             with open(os.path.join(run_dir, facts_file), "rb") as stream:
-                data = stream.read().rstrip(b"\n")
+                data = stream.read()  # its newline is whitespace to json.loads: no copy without it
         except OSError:
             data = None
     if data is None:
@@ -56,14 +56,17 @@ POLICIES_KEY = "stored_policies"  # in the stored run record only, for the aggre
 
 
 def policies_record(host_policies):
-    """{"policies": [distinct effective policies], "host_policy": {host: index}} of a run's hosts."""
-    policies, index, host_policy = [], {}, {}
+    """{"policies": [distinct effective policies], "host_policy": {host: index}} of a run's hosts. Hosts of
+    one group share one policy object: each object is encoded once to find the equal ones."""
+    policies, index, host_policy, by_object = [], {}, {}, {}
     for host, policy in sorted((host_policies or {}).items()):
-        key = dumps(policy)
-        if key not in index:
-            index[key] = len(policies)
-            policies.append(policy)
-        host_policy[host] = index[key]
+        if id(policy) not in by_object:
+            key = dumps(policy)
+            if key not in index:
+                index[key] = len(policies)
+                policies.append(policy)
+            by_object[id(policy)] = index[key]
+        host_policy[host] = by_object[id(policy)]
     return {"policies": policies, "host_policy": host_policy}
 
 
