@@ -105,9 +105,12 @@ def prometheus_lines(report, family, sample):
                         [sample("gpufleet_findings_changed", [("change", kind)], counts[kind])
                          for kind in ("new", "cleared", "persisting")])
     now = report_time(report)
-    ages = {}
+    ages, age_of = {}, {}  # age_of: first_seen -> age; a run's findings share a few first_seen values
     for finding in report["findings"]:
-        age = age_seconds(finding.get("first_seen"), now)
+        first_seen = finding.get("first_seen")
+        if first_seen not in age_of:
+            age_of[first_seen] = age_seconds(first_seen, now)
+        age = age_of[first_seen]
         if age is None:
             continue
         key = (finding["host"], finding["rule"], finding["severity"], finding.get("gpu") or "")

@@ -22,16 +22,19 @@ def nvlink_total(gpu):
     return sum(counts) if counts else None
 
 
+def count(value):
+    return value if type(value) is int else None  # pylint: disable=unidiomatic-typecheck
+
+
 def gpu_counters(gpu):
     """{counter column: cumulative value or None} of one GPU's facts."""
-    ecc = gpu.get("ecc") or {}
     retired = gpu.get("retired_pages") or {}
     remapped = gpu.get("remapped_rows") or {}
     return {
-        "ecc_corrected": total((ecc.get("aggregate_corrected"),)),
+        "ecc_corrected": count((gpu.get("ecc") or {}).get("aggregate_corrected")),
         "retired_pages": total((retired.get("single_bit"), retired.get("double_bit"))),
         "remapped_rows": total((remapped.get("correctable"), remapped.get("uncorrectable"))),
-        "pcie_replays": total(((gpu.get("pcie") or {}).get("replay_counter"),)),
+        "pcie_replays": count((gpu.get("pcie") or {}).get("replay_counter")),
         "nvlink_errors": nvlink_total(gpu),
     }
 

@@ -21,8 +21,13 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import 
 UNSCOPED = "all"
 
 
+ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def dumps(value):
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    """Compact JSON with sorted keys; one encoder for every document of a run (json.dumps with options
+    builds a new one per call)."""
+    return ENCODER.encode(value)
 
 
 def scope_key(run):
@@ -43,8 +48,7 @@ def facts_blob(facts, run_dir=None, facts_file=None):
         except OSError:
             data = None
     if data is None:
-        data = json.dumps(facts, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode(
-            "utf-8", "backslashreplace")
+        data = dumps(facts).encode("utf-8", "backslashreplace")
     return zlib.compress(data, FACTS_COMPRESSION)
 
 
