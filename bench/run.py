@@ -613,6 +613,8 @@ def parse_args(argv):
                         help="skip figure 4's cProfile runs at the smallest and largest size")
     parser.add_argument("--diagnose-tmp", type=Path, default=None,
                         help="folder for figure 4's report folders, removed after each run (default: $TMPDIR)")
+    parser.add_argument("--store-parts", nargs="+", default=("overhead", "queries", "size"),
+                        choices=("overhead", "queries", "size"), help="figure 5's parts to measure (default: all)")
     parser.add_argument("--store-rounds", type=int, default=3,
                         help="paired rounds of figure 5's store overhead (default %(default)s)")
     parser.add_argument("--output", type=Path, default=RESULTS, help="JSON results (default %(default)s)")
@@ -645,7 +647,8 @@ def main(argv=None):
                                              str(args.diagnose_tmp) if args.diagnose_tmp else None)
         print_diagnose(results["diagnose"])
     if "store" in chosen:
-        results["store"] = store_bench(args.store_rounds, work_root=str(args.diagnose_tmp) if args.diagnose_tmp else None)
+        results["store"] = store_bench(args.store_rounds, work_root=str(args.diagnose_tmp) if args.diagnose_tmp else None,
+                                       parts=args.store_parts)
         print_store(results["store"])
     results["machine"]["load_average_at_end"] = os.getloadavg()
     results["seconds"] = round(time.perf_counter() - started, 1)

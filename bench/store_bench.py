@@ -1,13 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Figure 5 of `make bench`: the run store (bench/README.md, section 5). Run alone with
-`bench/run.py --only store`.
+"""Figure 5 of `make bench`: the run store (bench/README.md, section 8). Run alone with
+`bench/run.py --only store [--store-parts overhead queries size] [--store-rounds N]`.
 
 a) overhead: the controller's side of an audit (plugin_utils.audit_run.run_audit, as figure 4 times it) at
    1,000 hosts of 8 GPUs without the store, with a SQLite store and with a PostgreSQL store (a server the
    bench starts like the tests do, tests/support/postgres.py), interleaved, each store already holding one
-   run so the comparison and the trends have something to read. Ratio: with / without, per round.
+   run so the comparison and the trends have something to read. Ratio: with / without, per round, in wall
+   and in CPU time (this process), and the store's own step (record_run) in CPU time against the audit
+   without a store.
 b) queries at 10,000 hosts: a store of 30 complete runs of 10,000 hosts (4 findings each); the time of
    "what changed since the previous run" (the previous complete run's findings, compared with a run's)
    and of one finding's history over the 30 runs.
@@ -16,6 +18,7 @@ c) size: bytes per host and run of a store of 30 daily runs of 100 hosts of 8 GP
 """
 
 import datetime
+import gc
 import os
 import shutil
 import statistics
@@ -63,11 +66,38 @@ def sqlite_url(folder, name):
 
 # ---------------------------------------------------------------- a) overhead of the store on an audit
 
-def audit_seconds(results, policies, folder, started_at, store):
+class StoreTimer:
+    """CPU seconds of the store's own step (audit_run.record_run) in each audit, wrapped in place."""
+
+    def __init__(self):
+        self.seconds = []
+        self.original = audit_run.record_run
+
+    def __enter__(self):
+        def timed(*args, **kwargs):
+            used = time.process_time()
+            try:
+                return self.original(*args, **kwargs)
+            finally:
+                self.seconds.append(time.process_time() - used)
+        audit_run.record_run = timed
+        return self
+
+    def __exit__(self, *_exc):
+        audit_run.record_run = self.original
+
+
+def audit_seconds(results, policies, folder, started_at, store, cpu=None):
+    """Wall seconds of one run_audit (and its CPU seconds appended to cpu when given: this process only, so
+    a PostgreSQL server's own work is in the wall time, not in the CPU time). Each audit starts after a full
+    garbage collection, so none pays for the garbage of the one before."""
     run_dir = tempfile.mkdtemp(prefix="run-", dir=folder)
-    wall = time.perf_counter()
+    gc.collect()
+    wall, used = time.perf_counter(), time.process_time()
     report, _paths, _lines = audit_run.run_audit(results, policies, run_dir, folder, started_at, store=store)
     seconds = time.perf_counter() - wall
+    if cpu is not None:
+        cpu.append(time.process_time() - used)
     shutil.rmtree(run_dir, ignore_errors=True)
     return seconds, report
 
@@ -85,18 +115,26 @@ def overhead(rounds, work, postgres_url):
         audit_seconds(results, policies, work, iso(start), store)
     times = {"none": []}
     times.update({name: [] for name in stores})
-    status = {}
+    cpu = {name: [] for name in times}
+    status, record = {}, {name: [] for name in stores}
     for number in range(rounds):
         started_at = iso(start + datetime.timedelta(days=number + 1))
         for name in ["none"] + list(stores):
-            seconds, report = audit_seconds(results, policies, work, started_at, stores.get(name))
+            with StoreTimer() as timer:
+                seconds, report = audit_seconds(results, policies, work, started_at, stores.get(name), cpu[name])
             times[name].append(seconds)
+            record.get(name, []).extend(timer.seconds)
             status[name] = (report.get("store") or {}).get("status", "none")
     result = {"hosts": OVERHEAD_HOSTS, "gpus_per_host": 8, "rounds": rounds, "store_status": status,
-              "seconds": {name: [round(value, 3) for value in values] for name, values in times.items()}}
+              "seconds": {name: [round(value, 3) for value in values] for name, values in times.items()},
+              "cpu_seconds": {name: [round(value, 3) for value in values] for name, values in cpu.items()},
+              "record_run_cpu_seconds": {name: [round(value, 3) for value in values] for name, values in record.items()}}
     for name in stores:
         ratios = [with_store / without for with_store, without in zip(times[name], times["none"])]
         result["ratio_" + name] = round(statistics.median(ratios), 3)
+        ratios = [with_store / without for with_store, without in zip(cpu[name], cpu["none"])]
+        result["cpu_ratio_" + name] = round(statistics.median(ratios), 3)
+        result["record_run_share_" + name] = round(statistics.median(record[name]) / statistics.median(cpu["none"]), 3)
     return result
 
 
@@ -242,10 +280,15 @@ def print_overhead(result, flush=False):
     over = result["overhead"]
     print("   store overhead, %s hosts of 8 GPUs (PostgreSQL %s):" % (over["hosts"], result["postgresql"]), flush=flush)
     for name, values in over["seconds"].items():
-        print("   audit, store %-10s %s s" % (name, " ".join("%.2f" % value for value in values)), flush=flush)
+        print("   audit, store %-10s %s s wall, %s s CPU" % (name, " ".join("%.2f" % value for value in values), " ".join(
+            "%.2f" % value for value in over.get("cpu_seconds", {}).get(name, ()))), flush=flush)
+    for name, values in over.get("record_run_cpu_seconds", {}).items():
+        print("   the store's own step (record_run), %-10s %s s CPU: %.3f of the audit without a store (medians)" % (
+            name, " ".join("%.2f" % value for value in values), over["record_run_share_" + name]), flush=flush)
     for name in ("sqlite", "postgresql"):
         if "ratio_" + name in over:
-            print("   with %-10s / without: %.3f (median of paired rounds)" % (name, over["ratio_" + name]), flush=flush)
+            print("   with %-10s / without: %.3f wall, %s CPU (median of paired rounds; CPU: this process only)" % (
+                name, over["ratio_" + name], over.get("cpu_ratio_" + name)), flush=flush)
 
 
 def print_queries(result, flush=False):

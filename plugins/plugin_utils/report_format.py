@@ -13,6 +13,8 @@ as the renderers read them. On disk, each finding is written once and says only 
   whose value is the default; a summary text or an evidence value that more than one finding has is written
   once in `summaries` or `evidence` (lists) and the finding holds its position as `summary_ref` or
   `evidence_ref`. `actions` is no longer written (its texts are in `defaults`).
+  `changes.persisting` lists the persisting findings' identities (1.2: an object per finding, which
+  `findings` holds in full anyway).
 
 `expanded` turns a document of any 1.x version back into the report in memory, key for key; findings that
 shared a summary or evidence on disk share the same object after it (read them, do not change them in place).
@@ -172,6 +174,11 @@ def compact(report):
     return document
 
 
+def persisting_identities(changes):
+    """changes.persisting as identities from any 1.x document: 1.3 lists identities, 1.2 objects with one."""
+    return [entry.get("identity") if isinstance(entry, dict) else entry for entry in (changes or {}).get("persisting") or ()]
+
+
 _NO_ACTION = object()
 
 
@@ -223,6 +230,8 @@ def expanded(document):
     report = {key: value for key, value in document.items()
               if key not in ("actions", "defaults", "summaries", "evidence")}
     report["findings"] = findings
+    if isinstance(document.get("changes"), dict):
+        report["changes"] = dict(document["changes"], persisting=persisting_identities(document["changes"]))
     report["hosts"] = {
         host: dict(entry, findings=[findings[item] if isinstance(item, int) else item
                                     for item in entry.get("findings", [])])

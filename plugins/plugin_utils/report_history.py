@@ -10,6 +10,7 @@ __metaclass__ = type
 
 import datetime
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import persisting_identities
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import parse_time
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_line
 
@@ -104,9 +105,12 @@ def prometheus_lines(report, family, sample):
                         [sample("gpufleet_findings_changed", [("change", kind)], counts[kind])
                          for kind in ("new", "cleared", "persisting")])
     now = report_time(report)
-    ages = {}
+    ages, age_of = {}, {}  # age_of: first_seen -> age; a run's findings share a few first_seen values
     for finding in report["findings"]:
-        age = age_seconds(finding.get("first_seen"), now)
+        first_seen = finding.get("first_seen")
+        if first_seen not in age_of:
+            age_of[first_seen] = age_seconds(first_seen, now)
+        age = age_of[first_seen]
         if age is None:
             continue
         key = (finding["host"], finding["rule"], finding["severity"], finding.get("gpu") or "")
@@ -173,7 +177,9 @@ def html_section(report, esc):
                          % (title, len(entries), label, head, _html_rows(entries, esc)))
     persisting = change_counts(report)["persisting"]
     if persisting:
-        oldest = min((entry.get("first_seen") or "" for entry in changes.get("persisting") or ()), default="")
+        open_before = set(persisting_identities(changes))
+        oldest = min((finding.get("first_seen") or "" for finding in report.get("findings") or ()
+                      if finding.get("identity") in open_before), default="")
         parts.append("<p>%d findings persist from earlier runs%s.</p>" % (
             persisting, esc(", the oldest open since %s" % oldest) if oldest else ""))
     parts.append("</section>")

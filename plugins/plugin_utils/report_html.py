@@ -539,6 +539,24 @@ def causes_section(report):
     return '<section id="causes"><h2>Likely causes <span class="count">(%d)</span></h2>%s</section>' % (len(causes), body)
 
 
+def baselines_section(report):
+    """The baseline template of each group the audited hosts compare with (report.json `baselines`, from the
+    run store: store/baseline_template.py, the rows `gpufleet baseline show --markdown` prints)."""
+    templates = report.get("baselines") or []
+    if not templates:
+        return ""
+    parts = ['<section id="baselines"><h2>Baselines <span class="count">(%d)</span></h2>' % len(templates)]
+    for template in templates:
+        group = template.get("group")
+        rows = "".join("<tr><th>%s</th><td>%s</td></tr>" % (esc(label), esc(value))
+                       for label, value in template.get("rows") or ())
+        parts.append('<h3>%s</h3><table class="baseline" data-group="%s"><tbody>%s</tbody></table>' % (
+            esc("the whole fleet" if group == "all" else "group %s" % group), esc(group), rows))
+    parts.append('<p class="muted">The known-good run of each group; drift from it is reported as baseline_* '
+                 'findings.</p></section>')
+    return "".join(parts)
+
+
 def problem_hosts_section(report):
     problems = [(name, entry) for name, entry in report["hosts"].items() if entry["status"] != "ok"]
     if not problems:
@@ -605,6 +623,7 @@ def render_html(report, timeline=None):
         causes_section(report),
         timeline_section(timeline) if timeline is not None else "",
         problem_hosts_section(report),
+        baselines_section(report),
         table_section(report),
         '<footer>gpufleet report version %s</footer>' % esc(report.get("report_version", REPORT_VERSION)),
         "</main>",

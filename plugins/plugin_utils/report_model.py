@@ -6,7 +6,8 @@
 The shape is a public contract, documented in docs/schema/report.schema.json. Within a major
 REPORT_VERSION keys are only added; consumers ignore keys they do not know. Exceptions, 1.2 and 1.3: on disk
 (report_format.compact) a host's findings are positions in the top-level findings and shared actions sit
-in `actions`; report_format.expanded reads every 1.x document back into this shape.
+in `actions`; report_format.expanded reads every 1.x document back into this shape. 1.3: changes.persisting
+lists identities instead of objects (docs/report-format.md).
 """
 
 from __future__ import absolute_import, division, print_function

@@ -230,10 +230,12 @@ def growth(ctx, counter, label, threshold_key, action):
     found = []
     for gpu, counters, previous, days in ctx.counter_pairs():
         after, before = counters.get(counter), getattr(previous, counter, None)
-        if before is None or after is None or days is None or days <= 0 or days * 24 < (trends.get("min_hours") or 0):
+        if before is None or after is None or after <= before:  # the usual case first: nothing grew
+            continue
+        if days is None or days <= 0 or days * 24 < (trends.get("min_hours") or 0):
             continue
         rate = (after - before) / days
-        if after > before and rate > limit:
+        if rate > limit:
             found.append(ctx.finding(gpu, "%s: %s grew from %d to %d in %.1f days (%.1f per day, above %s)" % (
                 gpu_label(gpu), label, before, after, days, rate, limit),
                 {"before": before, "after": after, "days": round(days, 3), "per_day": round(rate, 3),

@@ -30,7 +30,7 @@ def test_second_audit_shows_the_first_runs_findings_as_persisting(tmp_path):
     assert first["changes"]["status"] == "first_run" and second["changes"]["status"] == "compared"
     assert second["changes"]["against"] == first["run"]["id"]
     first_ids = {finding["identity"] for finding in first["findings"]}
-    assert first_ids and {entry["identity"] for entry in second["changes"]["persisting"]} == first_ids
+    assert first_ids and set(second["changes"]["persisting"]) == first_ids
     assert second["changes"]["counts"] == {"new": 0, "persisting": len(first_ids), "cleared": 0}
     for finding in second["findings"]:
         assert finding["first_seen"] == first["run"]["started_at"] and finding["runs_open"] == 2

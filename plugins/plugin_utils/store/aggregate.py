@@ -23,7 +23,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import
     run_facts, run_findings, run_hosts)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import select
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import RUNS
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import POLICIES_KEY
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import stored_policies
 
 AGGREGATE_SUFFIX = "-aggregate"
 # rules over several hosts: a slice ran them on its part only, the aggregate runs them again on the union
@@ -69,13 +69,6 @@ def slice_count(runs):
     counts = {((record.get("orchestration") or {}).get("slice") or {}).get("count") for _row, record in runs}
     counts.discard(None)
     return max(counts) if counts else None
-
-
-def stored_policies(record):
-    stored = record.get(POLICIES_KEY) or {}
-    policies = stored.get("policies") or []
-    return {host: policies[index] for host, index in (stored.get("host_policy") or {}).items()
-            if 0 <= index < len(policies)}
 
 
 def clean_finding(finding):

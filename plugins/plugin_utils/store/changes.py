@@ -8,25 +8,24 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 
-def change_entry(finding, identity, first_seen, runs_open, brief=False):
-    """A finding in the changes section; brief (persisting ones, which findings[] holds in full anyway):
-    without layer and summary."""
-    entry = {"identity": identity, "rule": finding.get("rule"), "host": finding.get("host"),
-             "gpu": finding.get("gpu"), "severity": finding.get("severity"), "first_seen": first_seen,
-             "runs_open": runs_open}
-    if not brief:
-        entry.update(layer=finding.get("layer"), summary=finding.get("summary"))
-    return entry
+def change_entry(finding, identity, first_seen, runs_open):
+    """A new or cleared finding in the changes section."""
+    return {"identity": identity, "rule": finding.get("rule"), "host": finding.get("host"), "gpu": finding.get("gpu"),
+            "severity": finding.get("severity"), "first_seen": first_seen, "runs_open": runs_open,
+            "layer": finding.get("layer"), "summary": finding.get("summary")}
 
 
 def compare(identified, previous, run_started_at, audited_hosts, previous_run_id=None, documents=None):
-    """identified: [(finding, identity, parts)] of this run; previous: {identity: row with first_seen, runs_open,
-    host, data} of the previous complete run (empty when there is none); audited_hosts: hosts whose facts
-    this run read (a finding of a host not audited now is neither cleared nor persisting: it is unknown).
+    """identified: [(finding, identity, parts)] of this run; previous: {identity: (host, first_seen, runs_open)}
+    of the previous complete run (store.queries.open_findings; empty when there is none); audited_hosts:
+    hosts whose facts this run read (a finding of a host not audited now is neither cleared nor persisting:
+    it is unknown).
 
     documents(identities) -> {identity: finding}: the cleared findings' documents (their summaries).
 
-    Returns (history {identity: (first_seen, runs_open)}, changes section of the report)."""
+    Returns (history {identity: (first_seen, runs_open)}, changes section of the report). Since report 1.3
+    the persisting findings are their identities only (in this run's order): findings[] holds each of them
+    in full, with first_seen and runs_open."""
     history, new, persisting = {}, [], []
     for finding, identity, _parts in identified:
         before = previous.get(identity)
@@ -34,15 +33,15 @@ def compare(identified, previous, run_started_at, audited_hosts, previous_run_id
             history[identity] = (run_started_at, 1)
             new.append(change_entry(finding, identity, run_started_at, 1))
         else:
-            history[identity] = (before.first_seen, before.runs_open + 1)
-            persisting.append(change_entry(finding, identity, before.first_seen, before.runs_open + 1, brief=True))
-    gone = [identity for identity, row in previous.items() if identity not in history and row.host in audited_hosts]
+            history[identity] = (before[1], before[2] + 1)
+            persisting.append(identity)
+    gone = [identity for identity, (host, _first, _runs) in previous.items()
+            if identity not in history and host in audited_hosts]
     texts = documents(gone) if documents is not None and gone else {}
     cleared = []
     for identity in gone:
-        row = previous[identity]
-        finding = texts.get(identity) or {"host": row.host}
-        cleared.append(change_entry(finding, identity, row.first_seen, row.runs_open))
+        host, first_seen, runs_open = previous[identity]
+        cleared.append(change_entry(texts.get(identity) or {"host": host}, identity, first_seen, runs_open))
     changes = {
         "status": "compared" if previous_run_id else "first_run",
         "against": previous_run_id,

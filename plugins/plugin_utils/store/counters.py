@@ -12,36 +12,29 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.store.identity impor
 
 def total(values):
     """The sum of the integers among values (booleans are not counts), None when there is none."""
-    found = False
-    summed = 0
-    for value in values:
-        if isinstance(value, int) and not isinstance(value, bool):  # a boolean is not a count
-            summed += value
-            found = True
-    return summed if found else None
+    counts = [value for value in values if type(value) is int]  # pylint: disable=unidiomatic-typecheck
+    return sum(counts) if counts else None  # (type() is int: a boolean is not a count)
 
 
 def nvlink_total(gpu):
-    found = False
-    summed = 0
-    for link in gpu.get("nvlinks") or ():
-        for value in (link.get("errors") or {}).values():
-            if isinstance(value, int) and not isinstance(value, bool):
-                summed += value
-                found = True
-    return summed if found else None
+    counts = [value for link in gpu.get("nvlinks") or () for value in (link.get("errors") or {}).values()
+              if type(value) is int]  # pylint: disable=unidiomatic-typecheck
+    return sum(counts) if counts else None
+
+
+def count(value):
+    return value if type(value) is int else None  # pylint: disable=unidiomatic-typecheck
 
 
 def gpu_counters(gpu):
     """{counter column: cumulative value or None} of one GPU's facts."""
-    ecc = gpu.get("ecc") or {}
     retired = gpu.get("retired_pages") or {}
     remapped = gpu.get("remapped_rows") or {}
     return {
-        "ecc_corrected": total((ecc.get("aggregate_corrected"),)),
+        "ecc_corrected": count((gpu.get("ecc") or {}).get("aggregate_corrected")),
         "retired_pages": total((retired.get("single_bit"), retired.get("double_bit"))),
         "remapped_rows": total((remapped.get("correctable"), remapped.get("uncorrectable"))),
-        "pcie_replays": total(((gpu.get("pcie") or {}).get("replay_counter"),)),
+        "pcie_replays": count((gpu.get("pcie") or {}).get("replay_counter")),
         "nvlink_errors": nvlink_total(gpu),
     }
 

@@ -8,32 +8,49 @@ other finding (summary, verdicts, every renderer), before the run is compared an
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import collections
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import select
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import DEFAULT_FAIL_SEVERITY, NO_FAILURE
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_history import (
     DRIFT_RULES, TREND_RULES, HistoryContext, run_rules)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline import baseline_facts, baseline_for_hosts
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import GPU_COUNTERS
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import COUNTER_COLUMNS, GPU_COUNTERS
+
+
+CounterRow = collections.namedtuple("CounterRow", ("host", "gpu_key", "observed_at") + COUNTER_COLUMNS)
 
 
 def previous_counters(connection, previous_run):
-    """{host: {gpu key: counters row}} of the previous complete run."""
+    """{host: {gpu key: CounterRow}} of the previous complete run (plain tuples: the trend rules read
+    thousands of them)."""
     if previous_run is None:
         return {}
     found = {}
-    for row in connection.execute(select(GPU_COUNTERS).where(GPU_COUNTERS.c.run_pk == previous_run.id)):
+    query = select(*[GPU_COUNTERS.c[name] for name in CounterRow._fields]).where(
+        GPU_COUNTERS.c.run_pk == previous_run.id)
+    for row in connection.execute(query):
+        row = CounterRow._make(row)
         found.setdefault(row.host, {})[row.gpu_key] = row
     return found
 
 
-def history_findings(connection, facts_by_host, host_policies, groups_of_host, previous_run, current=None):
-    """({host: [findings]}, rule ids evaluated). current: store.counters.fleet_counters of this run."""
+def audited_baselines(connection, facts_by_host, groups_of_host):
+    """{host: (facts in its baseline run, baseline run row, group)} of the hosts audited now."""
+    audited = [host for host, facts in facts_by_host.items() if facts is not None]
+    return baseline_facts(connection, baseline_for_hosts(connection, audited, groups_of_host))
+
+
+def history_findings(connection, facts_by_host, host_policies, groups_of_host, previous_run, current=None,
+                     baselines=None):
+    """({host: [findings]}, rule ids evaluated). current: store.counters.fleet_counters of this run;
+    baselines: audited_baselines (read here when not given)."""
     if current is None:
         from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import fleet_counters
         current = fleet_counters(facts_by_host)
     audited = [host for host, facts in facts_by_host.items() if facts is not None]
-    baselines = baseline_facts(connection, baseline_for_hosts(connection, audited, groups_of_host))
+    if baselines is None:
+        baselines = audited_baselines(connection, facts_by_host, groups_of_host)
     counters = previous_counters(connection, previous_run)
     found, rules = {}, set()
     for host in audited:
@@ -59,6 +76,9 @@ def add_findings(report, extra, rule_ids):
     from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report
     if not extra and not rule_ids:
         return report
+    if not extra:  # nothing to add (the usual run): the rules that ran are the only change, no rebuild
+        report["run"]["rules_run"] = sorted(set(report["run"].get("rules_run") or ()) | set(rule_ids))
+        return report
     run = dict(report["run"])
     never = run.get("fail_severity") == NO_FAILURE
     if never:
@@ -78,9 +98,14 @@ def add_findings(report, extra, rule_ids):
 
 
 def extender(host_policies, groups_of_host):
-    """The hook store.record.record_run calls inside the run's transaction."""
+    """The hook store.record.record_run calls inside the run's transaction: the history findings, and the
+    baseline template of the audited hosts' baselines as report.json's `baselines` (when any is set)."""
     def extend(connection, report, facts_by_host, previous_run, current=None):
+        baselines = audited_baselines(connection, facts_by_host, groups_of_host)
         extra, rule_ids = history_findings(connection, facts_by_host, host_policies, groups_of_host, previous_run,
-                                           current)
+                                           current, baselines)
         add_findings(report, extra, rule_ids)
+        if baselines:
+            from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline_template import templates_for_hosts
+            report["baselines"] = templates_for_hosts(connection, baselines)
     return extend

@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import hashlib
-import json
+from json.encoder import encode_basestring_ascii as quoted
 
 # evidence fields that say which thing a finding is about (not how bad it is)
 KEY_FIELDS = ("service", "unit", "name", "xid", "link", "toolkit", "table", "profile", "gpu_instance_id",
@@ -61,7 +61,10 @@ def identity_parts(finding, keys):
 
 
 def digest(parts, ordinal=0):
-    text = json.dumps(list(parts) + ([ordinal] if ordinal else []), separators=(",", ":"), ensure_ascii=True)
+    """SHA-1 of the compact ASCII JSON array of the parts (and the ordinal when not 0), written out here:
+    the same text json.dumps(list(parts) + [ordinal], separators=(",", ":")) gives for string parts, at a
+    fraction of its cost (every finding of every run is identified)."""
+    text = "[" + ",".join(map(quoted, parts)) + ("," + str(int(ordinal)) if ordinal else "") + "]"
     return hashlib.sha1(text.encode("ascii")).hexdigest()
 
 

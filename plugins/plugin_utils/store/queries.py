@@ -27,11 +27,12 @@ def previous_complete_run(connection, scope_key, before_pk=None):
 
 
 def open_findings(connection, run_pk):
-    """{identity: row} of a run's findings (identity, host, first_seen, runs_open): what a comparison needs
-    of every finding; the documents stay in the database (finding_documents reads the cleared ones)."""
+    """{identity: (host, first_seen, runs_open)} of a run's findings: what a comparison needs of every
+    finding, read from the covering index ix_findings_open (revision 0003) as plain tuples; the documents
+    stay in the database (finding_documents reads the cleared ones)."""
     query = select(FINDINGS.c.identity, FINDINGS.c.host, FINDINGS.c.first_seen, FINDINGS.c.runs_open).where(
         FINDINGS.c.run_pk == run_pk)
-    return {row.identity: row for row in connection.execute(query)}
+    return {identity: (host, first_seen, runs_open) for identity, host, first_seen, runs_open in connection.execute(query)}
 
 
 def finding_documents(connection, run_pk, identities, chunk=500):
@@ -65,6 +66,11 @@ def find_run(connection, name):
     if row is None:
         raise StoreError("no run %r in the store (gpufleet runs lists them)" % name)
     return row
+
+
+def run_record(connection, run_pk):
+    """The run record as the audit kept it (report.json's run, with the hosts' policies)."""
+    return json.loads(connection.execute(select(RUNS.c.record).where(RUNS.c.id == run_pk)).scalar() or "{}")
 
 
 def run_hosts(connection, run_pk):

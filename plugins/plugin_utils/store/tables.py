@@ -82,7 +82,8 @@ if IMPORT_ERROR is None:  # without SQLAlchemy the module imports, and the store
         Column("first_seen", TIME, nullable=False),
         Column("runs_open", Integer, nullable=False),
         Column("data", Text, nullable=False),
-        Index("ix_findings_run", "run_pk"),
+        # revision 0003: covers what a comparison reads of the previous run (store/queries.open_findings)
+        Index("ix_findings_open", "run_pk", "identity", "host", "first_seen", "runs_open"),
         Index("ix_findings_identity", "identity", "run_pk"),
     )
 

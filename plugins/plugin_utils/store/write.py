@@ -16,13 +16,18 @@ import zlib
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import delete, select
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import fleet_counters
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import (
-    BASELINES, CAUSES, FACTS, FINDINGS, GPU_COUNTERS, HOSTS, RUN_TABLES, RUNS)
+    BASELINES, CAUSES, COUNTER_COLUMNS, FACTS, FINDINGS, GPU_COUNTERS, HOSTS, RUN_TABLES, RUNS)
 
 UNSCOPED = "all"
 
 
+ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def dumps(value):
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    """Compact JSON with sorted keys; one encoder for every document of a run (json.dumps with options
+    builds a new one per call)."""
+    return ENCODER.encode(value)
 
 
 def scope_key(run):
@@ -39,12 +44,11 @@ def facts_blob(facts, run_dir=None, facts_file=None):
     if run_dir and facts_file:
         try:
             with open(os.path.join(run_dir, facts_file), "rb") as stream:
-                data = stream.read().rstrip(b"\n")
+                data = stream.read()  # its newline is whitespace to json.loads: no copy without it
         except OSError:
             data = None
     if data is None:
-        data = json.dumps(facts, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode(
-            "utf-8", "backslashreplace")
+        data = dumps(facts).encode("utf-8", "backslashreplace")
     return zlib.compress(data, FACTS_COMPRESSION)
 
 
@@ -56,15 +60,26 @@ POLICIES_KEY = "stored_policies"  # in the stored run record only, for the aggre
 
 
 def policies_record(host_policies):
-    """{"policies": [distinct effective policies], "host_policy": {host: index}} of a run's hosts."""
-    policies, index, host_policy = [], {}, {}
+    """{"policies": [distinct effective policies], "host_policy": {host: index}} of a run's hosts. Hosts of
+    one group share one policy object: each object is encoded once to find the equal ones."""
+    policies, index, host_policy, by_object = [], {}, {}, {}
     for host, policy in sorted((host_policies or {}).items()):
-        key = dumps(policy)
-        if key not in index:
-            index[key] = len(policies)
-            policies.append(policy)
-        host_policy[host] = index[key]
+        if id(policy) not in by_object:
+            key = dumps(policy)
+            if key not in index:
+                index[key] = len(policies)
+                policies.append(policy)
+            by_object[id(policy)] = index[key]
+        host_policy[host] = by_object[id(policy)]
     return {"policies": policies, "host_policy": host_policy}
+
+
+def stored_policies(record):
+    """{host: effective policy} from a stored run record (policies_record's inverse)."""
+    stored = record.get(POLICIES_KEY) or {}
+    policies = stored.get("policies") or []
+    return {host: policies[index] for host, index in (stored.get("host_policy") or {}).items()
+            if 0 <= index < len(policies)}
 
 
 def insert_run(connection, report, host_policies=None):
@@ -79,54 +94,78 @@ def insert_run(connection, report, host_policies=None):
     return result.inserted_primary_key[0]
 
 
+def insert_rows(connection, table, columns, rows):
+    """Plain tuples in one executemany (no SQLAlchemy parameter processing per row), or one COPY on
+    PostgreSQL, on the connection's transaction: a run's rows are thousands, and building and checking a
+    dict for each cost more than the database's own work."""
+    if not rows:
+        return
+    quote = connection.dialect.identifier_preparer.quote
+    names = "%s (%s)" % (quote(table.name), ", ".join(quote(column) for column in columns))
+    if connection.dialect.driver == "psycopg":  # PostgreSQL: COPY, one stream instead of a statement a row
+        with connection.connection.driver_connection.cursor() as cursor:
+            with cursor.copy("COPY %s FROM STDIN" % names) as copy:
+                for row in rows:
+                    copy.write_row(row)
+        return
+    mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
+    connection.exec_driver_sql("INSERT INTO %s VALUES (%s)" % (names, ", ".join([mark] * len(columns))), rows)
+
+
+HOST_COLUMNS = ("run_pk", "host", "status", "message", "facts_file")
+FACT_COLUMNS = ("run_pk", "host", "collected_at", "data")
+FINDING_COLUMNS = ("run_pk", "identity", "host", "rule", "layer", "severity", "gpu", "gpu_key", "rule_key",
+                   "first_seen", "runs_open", "data")
+CAUSE_COLUMNS = ("run_pk", "cause_id", "severity", "data")
+COUNTER_ROW_COLUMNS = ("run_pk", "host", "gpu_key", "observed_at") + COUNTER_COLUMNS
+
+
 def counter_rows(run_pk, counters_by_host, facts_by_host, observed_at):
-    """Rows of gpu_counters; counters_by_host: store.counters.fleet_counters of the run."""
+    """Rows of gpu_counters (tuples in COUNTER_ROW_COLUMNS order); counters_by_host:
+    store.counters.fleet_counters of the run."""
     rows = []
     for host, gpus in counters_by_host.items():
         collected = (facts_by_host.get(host) or {}).get("collected_at") or observed_at
         for key, (_gpu, counters) in gpus.items():
-            if any(value is not None for value in counters.values()):
-                rows.append(dict(counters, run_pk=run_pk, host=host, gpu_key=key, observed_at=collected))
+            values = tuple(counters[column] for column in COUNTER_COLUMNS)
+            if values.count(None) < len(values):
+                rows.append((run_pk, host, key, collected) + values)
+    return rows
+
+
+def finding_rows(run_pk, identified, history, started):
+    rows = []
+    for finding, identity, parts in identified:
+        first_seen, runs_open = history[identity]
+        rows.append((run_pk, identity, str(finding.get("host")), str(finding.get("rule")), finding.get("layer") or "",
+                     finding.get("severity") or "", finding.get("gpu"), parts[2] or None, parts[3],
+                     first_seen or started or "", runs_open, dumps(finding)))
     return rows
 
 
 def write_run(connection, report, facts_by_host, identified, history, keep_facts=True, run_dir=None,
               counters_by_host=None, host_policies=None):
     """Insert the run; identified: [(finding, identity, identity parts)]; history: {identity: (first_seen, runs_open)}.
-    run_dir: the run folder, whose facts files are stored as they are; host_policies: {host: effective
-    policy}, kept in the run record (store/aggregate.py reads them). Returns the run's row number."""
+    run_dir: the run folder, whose facts files (hosts.<host>.facts_file, relative to it) are stored as they
+    are; host_policies: {host: effective policy}, kept in the run record (store/aggregate.py reads them).
+    Returns the run's row number."""
     run_pk = insert_run(connection, report, host_policies)
     started = report["run"].get("started_at")
-    host_rows = [{"run_pk": run_pk, "host": host, "status": entry["status"], "message": entry.get("message"),
-                  "facts_file": entry.get("facts_file")} for host, entry in report["hosts"].items()]
-    if host_rows:
-        connection.execute(HOSTS.insert(), host_rows)
+    insert_rows(connection, HOSTS, HOST_COLUMNS, [
+        (run_pk, host, entry["status"], entry.get("message"), entry.get("facts_file"))
+        for host, entry in report["hosts"].items()])
     if keep_facts:
-        fact_rows = [{"run_pk": run_pk, "host": host, "collected_at": facts.get("collected_at"),
-                      "data": facts_blob(facts, run_dir, (report["hosts"].get(host) or {}).get("facts_file"))}
-                     for host, facts in facts_by_host.items() if facts is not None]
-        if fact_rows:
-            connection.execute(FACTS.insert(), fact_rows)
-    finding_rows = []
-    for finding, identity, parts in identified:
-        first_seen, runs_open = history[identity]
-        _rule, _host, gpu, key = parts
-        finding_rows.append({
-            "run_pk": run_pk, "identity": identity, "host": str(finding.get("host")), "rule": str(finding.get("rule")),
-            "layer": finding.get("layer") or "", "severity": finding.get("severity") or "", "gpu": finding.get("gpu"),
-            "gpu_key": gpu or None, "rule_key": key, "first_seen": first_seen or started or "",
-            "runs_open": runs_open, "data": dumps(finding)})
-    if finding_rows:
-        connection.execute(FINDINGS.insert(), finding_rows)
-    cause_rows = [{"run_pk": run_pk, "cause_id": str(cause.get("id")), "severity": cause.get("severity"),
-                   "data": dumps(cause)} for cause in report.get("causes") or ()]
-    if cause_rows:
-        connection.execute(CAUSES.insert(), cause_rows)
+        insert_rows(connection, FACTS, FACT_COLUMNS, [
+            (run_pk, host, facts.get("collected_at"),
+             facts_blob(facts, run_dir, (report["hosts"].get(host) or {}).get("facts_file")))
+            for host, facts in facts_by_host.items() if facts is not None])
+    insert_rows(connection, FINDINGS, FINDING_COLUMNS, finding_rows(run_pk, identified, history, started))
+    insert_rows(connection, CAUSES, CAUSE_COLUMNS, [
+        (run_pk, str(cause.get("id")), cause.get("severity"), dumps(cause)) for cause in report.get("causes") or ()])
     if counters_by_host is None:
         counters_by_host = fleet_counters(facts_by_host)
-    counters = counter_rows(run_pk, counters_by_host, facts_by_host, started or "")
-    if counters:
-        connection.execute(GPU_COUNTERS.insert(), counters)
+    insert_rows(connection, GPU_COUNTERS, COUNTER_ROW_COLUMNS,
+                counter_rows(run_pk, counters_by_host, facts_by_host, started or ""))
     return run_pk
 
 

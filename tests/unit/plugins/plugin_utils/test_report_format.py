@@ -37,6 +37,16 @@ def test_the_version_is_1_3():
     assert REPORT_VERSION == "1.3"
 
 
+def test_a_1_2_documents_persisting_objects_read_as_identities():
+    document = {"report_version": "1.2", "findings": [], "hosts": {},
+                "changes": {"status": "compared", "against": "r1", "counts": {"new": 0, "persisting": 1, "cleared": 0},
+                            "new": [], "cleared": [],
+                            "persisting": [{"identity": "abc", "rule": "hardware.xid", "host": "node-1", "gpu": None,
+                                            "severity": "critical", "first_seen": "2026-11-30T06:00:00Z", "runs_open": 2}]}}
+    assert expanded(document)["changes"]["persisting"] == ["abc"]
+    assert expanded(dict(document, changes=dict(document["changes"], persisting=["abc"])))["changes"]["persisting"] == ["abc"]
+
+
 def test_hosts_hold_positions_of_their_findings_in_the_top_level_list(demo_report):
     document = on_disk(demo_report)
     for host, entry in document["hosts"].items():

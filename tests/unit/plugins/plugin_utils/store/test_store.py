@@ -4,7 +4,7 @@ per run, stable finding identities, new / persisting / cleared, migrations, fail
 import datetime
 
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import inspect, select, text
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store import write as store_write
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import StoreError, make_engine
@@ -50,8 +50,9 @@ def test_second_run_marks_persisting_new_and_cleared(store_url):
     record(store_url, second, facts)
     changes = second["changes"]
     assert changes["status"] == "compared" and changes["against"] == "r1"
-    assert [(c["rule"], c["host"], c["first_seen"], c["runs_open"]) for c in changes["persisting"]] == [
-        ("hardware.xid", "node-1", T1, 2)]
+    by_identity = {finding["identity"]: finding for finding in second["findings"]}
+    assert [(by_identity[i]["rule"], by_identity[i]["host"], by_identity[i]["first_seen"], by_identity[i]["runs_open"])
+            for i in changes["persisting"]] == [("hardware.xid", "node-1", T1, 2)]  # report 1.3: identities
     assert [(c["rule"], c["host"]) for c in changes["new"]] == [("driver.x", "node-2")]
     assert sorted((c["rule"], c["host"]) for c in changes["cleared"]) == [
         ("driver.persistence_mode_off", "node-2"), ("hardware.pcie_link_degraded", "node-1")]
@@ -130,7 +131,7 @@ def test_store_newer_than_the_code_is_refused(store_url):
         ensure_schema(engine)
     engine.dispose()
     message = str(raised.value)
-    assert "revision 0099" in message and "newest %s" % head_revision() in message and "0001, 0002" in message
+    assert "revision 0099" in message and "newest %s" % head_revision() in message and "0001, 0002, 0003" in message
     report, facts = make_run("r2", T2, {"node-1": [xid("node-1")]})
     record(store_url, report, facts)
     assert report["store"]["status"] == "failed" and "0099" in report["store"]["error"]
@@ -157,8 +158,26 @@ def test_store_at_the_first_revision_upgrades_with_its_data(store_url):
     record(store_url, report, facts)
     assert report["store"]["status"] == "written" and report["store"]["revision"] == head_revision()
     assert report["changes"]["against"] == "old"
-    assert report["changes"]["persisting"][0]["first_seen"] == T1
+    (persisting,) = report["changes"]["persisting"]
+    assert [f["first_seen"] for f in report["findings"] if f["identity"] == persisting] == [T1]
     assert counts(store_url)["gpu_counters"] == 2  # the table revision 0002 adds, written by the new run
+
+
+def test_store_at_revision_0002_upgrades_to_the_covering_index(store_url):
+    engine = make_engine(store_url)
+    assert ensure_schema(engine, "0002") == "0002"
+    engine.dispose()
+    record(store_url, *make_run("r1", T1, {"node-1": [xid("node-1")]}))  # upgrades, then writes
+    engine = make_engine(store_url)
+    with engine.connect() as connection:
+        indexes = {index["name"]: index["column_names"] for index in inspect(connection).get_indexes("findings")}
+    engine.dispose()
+    assert indexes["ix_findings_open"] == ["run_pk", "identity", "host", "first_seen", "runs_open"]
+    assert "ix_findings_run" not in indexes  # the covering index starts with run_pk and replaces it
+    report, facts = make_run("r2", T2, {"node-1": [xid("node-1")]})
+    record(store_url, report, facts)
+    assert report["store"]["revision"] == head_revision() == "0003"
+    assert report["changes"]["counts"] == {"new": 0, "persisting": 1, "cleared": 0}
 
 
 def test_interrupted_run_leaves_no_partial_run(store_url, monkeypatch):
