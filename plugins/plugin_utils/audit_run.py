@@ -32,21 +32,40 @@ UNREACHABLE_RULE = UNREACHABLE.id
 VERDICT_OK = "ok"
 VERDICT_FAIL = "fail"
 VERDICT_NOT_AUDITED = "not_audited"
+# a registered result's key naming the facts file the worker already wrote (relative to the run folder)
+FACTS_FILE_KEY = "gpufleet_facts_file"
 
 
 def utc_now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def prewritten_facts_file(result, facts_dir):
+    """The facts file the worker already wrote for this host (the result's gpufleet_facts_file, relative to
+    the run folder, e.g. "facts/gpu-01.json"), or None: absent, not a plain relative path inside facts/, or
+    not there, in which case run_audit writes the file itself."""
+    relative = result.get(FACTS_FILE_KEY)
+    if not isinstance(relative, str) or not relative.startswith("facts/") or "\\" in relative:
+        return None
+    name = relative[len("facts/"):]
+    if not name or "/" in name or name.startswith(".") or not os.path.isfile(os.path.join(facts_dir, name)):
+        return None
+    return relative
+
+
 def host_status(host, result, facts_dir, file_name=None, facts_mode=None):
     """(status record for the report, facts or None); writes the host's facts file as
     facts/<file_name>.json (file_name from report_writer.facts_file_names; the host name by default) with
-    facts_mode (report_writer.file_mode(FACTS_MODE), read once per run; by default read here)."""
+    facts_mode (report_writer.file_mode(FACTS_MODE), read once per run; by default read here), unless the
+    result names one already written (gpufleet_facts_file, by the gpu_facts action in the worker)."""
     status = collection_status(result)
     if status != "ok":
         message = " ".join(str((result or {}).get("msg") or "no result from the host").split())
         return {"status": status, "facts_file": None, "message": message}, None
     facts = result["ansible_facts"]["gpufleet"]
+    written = prewritten_facts_file(result, facts_dir)
+    if written is not None:
+        return {"status": "ok", "facts_file": written, "message": None}, facts
     path = os.path.join(facts_dir, "%s.json" % (file_name or facts_file_names([host])[host]))
     # compact: indenting makes the encoder several times slower, and a fleet writes thousands of these
     # (jq . facts/<host>.json reads one); no fsync per file, the reports written after them are durable
