@@ -15,9 +15,10 @@ description:
   - Reads the sensors (C(ipmitool sdr elist)), the event log of the window (C(ipmitool -Z sel elist), times in UTC),
     the BMC clock and the DCMI power reading of one BMC over IPMI-over-LAN, and returns them as C(bmc), in the
     shape of C(ansible_facts.gpufleet.bmc) of M(gpufleet.core.gpu_facts) (C(docs/schema/gpu_facts.schema.json)).
-  - Meant to run on the controller, delegated (C(delegate_to=localhost)), for the host whose BMC it is; the audit
-    (C(playbooks/tasks/audit.yml)) runs it when the inventory gives C(gpufleet_bmc_address) and joins the result
-    to the host's facts, so the BMC's findings and its event times sit beside the host's Xids.
+  - Meant to run on the controller, delegated (C(delegate_to=localhost)), for the host whose BMC it is. The audit
+    (C(playbooks/tasks/audit.yml)) reads the BMC with the same code within the host's collection task, where the
+    inventory gives C(gpufleet_bmc_address) (M(gpufleet.core.gpu_facts)' O(gpufleet.core.gpu_facts#module:bmc_address)),
+    and joins the result to the host's facts, so the BMC's findings and its event times sit beside the host's Xids.
   - The password is given to ipmitool only as a file of mode 0600 (C(-f)) that is removed afterwards; it is never
     on a command line, in the result, or in an error text. Keep it in a vault.
   - With O(protocol=redfish) it reads the chassis's Redfish C(Power) and C(Thermal) documents over HTTPS instead

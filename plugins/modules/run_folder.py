@@ -15,7 +15,7 @@ description:
   - Creates O(path) exclusively, or O(path)-2, -3, ... when another audit that started in the same second holds the
     name, and returns the folder created as the facts C(gpufleet_run_dir) and C(gpufleet_started_at) (with
     C(delegate_to=localhost) and C(delegate_facts=true) they go to the controller's host variables) and as RV(path).
-  - The audit (C(playbooks/tasks/audit.yml)) runs it once before the collection, so that
+  - The audit (C(playbooks/tasks/audit_run.yml)) runs it once before the collection, so that
     M(gpufleet.core.gpu_facts) writes each host's facts file into it as the host's result arrives, and then
     M(gpufleet.core.audit_report) writes the reports into it (O(gpufleet.core.audit_report#module:create_run_dir=false)).
   - A folder that cannot be created fails the task, with C(gpufleet_run_dir) naming the folder proposed; the audit
