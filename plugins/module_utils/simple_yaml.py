@@ -12,10 +12,21 @@ __metaclass__ = type
 import json
 import re
 
-try:
-    import yaml as _pyyaml
-except ImportError:
-    _pyyaml = None
+# PyYAML is imported on the first load(), not with this file: most hosts have no file to read (no Kubernetes
+# node), and importing PyYAML costs every collection about 20 ms of CPU. None: not installed; NotImplemented: not
+# looked for yet.
+_pyyaml = NotImplemented
+
+
+def _load_pyyaml():
+    global _pyyaml  # pylint: disable=global-statement
+    if _pyyaml is NotImplemented:
+        try:
+            import yaml as module
+        except ImportError:
+            module = None
+        _pyyaml = module
+    return _pyyaml
 
 
 class YamlSubsetError(ValueError):
@@ -23,10 +34,11 @@ class YamlSubsetError(ValueError):
 
 
 def load(text):
-    if _pyyaml is not None:
+    pyyaml = _load_pyyaml()
+    if pyyaml is not None:
         try:
-            return _pyyaml.safe_load(text)
-        except _pyyaml.YAMLError as exc:
+            return pyyaml.safe_load(text)
+        except pyyaml.YAMLError as exc:
             raise ValueError("not valid YAML: %s" % str(exc).splitlines()[0])
     return load_without_pyyaml(text)
 
