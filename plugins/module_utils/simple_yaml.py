@@ -9,24 +9,20 @@ Anchors, flow collections other than a one-line list of scalars, and multi-line 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import functools
 import json
 import re
 
-# PyYAML is imported on the first load(), not with this file: most hosts have no file to read (no Kubernetes
-# node), and importing PyYAML costs every collection about 20 ms of CPU. None: not installed; NotImplemented: not
-# looked for yet.
-_pyyaml = NotImplemented
 
-
-def _load_pyyaml():
-    global _pyyaml  # pylint: disable=global-statement
-    if _pyyaml is NotImplemented:
-        try:
-            import yaml as module
-        except ImportError:
-            module = None
-        _pyyaml = module
-    return _pyyaml
+@functools.lru_cache(maxsize=None)
+def _pyyaml():
+    """PyYAML, or None where it is not installed; imported on the first load(), not with this file: most hosts have
+    no YAML file to read (no Kubernetes node), and importing PyYAML costs a collection about 20 ms of CPU."""
+    try:
+        import yaml
+    except ImportError:
+        return None
+    return yaml
 
 
 class YamlSubsetError(ValueError):
@@ -34,7 +30,7 @@ class YamlSubsetError(ValueError):
 
 
 def load(text):
-    pyyaml = _load_pyyaml()
+    pyyaml = _pyyaml()
     if pyyaml is not None:
         try:
             return pyyaml.safe_load(text)

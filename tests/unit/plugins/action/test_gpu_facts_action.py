@@ -6,7 +6,6 @@ made before the collection (gpufleet.core.run_folder)."""
 import copy
 import json
 import os
-import stat
 
 import pytest
 
@@ -15,6 +14,7 @@ from ansible_collections.gpufleet.core.plugins.action.gpu_facts import ActionMod
 from ansible_collections.gpufleet.core.plugins.action.run_folder import ActionModule as RunFolder
 from ansible_collections.gpufleet.core.plugins.plugin_utils import audit_run, report_writer
 from tests.support.bmc_samples import SDR_ELIST, SEL_ELIST
+from tests.unit.plugins.action.test_audit_verdict import mode_of, umask  # noqa: F401 pylint: disable=unused-import
 
 HOST = "gpu-h100-ok-01"
 PASSWORD = "bmc-Secret-17"
@@ -61,17 +61,6 @@ def run_action(args, module_result=MODULE_RESULT, hosts=(HOST,), host=HOST, time
     action._remove_tmp_path = lambda path: None
     task_vars = {"inventory_hostname": host, "ansible_play_hosts_all": list(hosts)}
     return action.run(task_vars=task_vars), calls
-
-
-def mode_of(path):
-    return stat.S_IMODE(os.stat(str(path)).st_mode)
-
-
-@pytest.fixture
-def umask():
-    previous = os.umask(0o022)
-    yield os.umask
-    os.umask(previous)
 
 
 # ---------------------------------------------------------------- the invalid-policy stop
