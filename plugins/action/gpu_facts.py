@@ -104,7 +104,7 @@ def bmc_params(options, module_args):
 def controller_host(deadline=None):
     """The controller as a LiveHost (programs found on PATH and in the sbin folders, as AnsibleModule finds them),
     its commands bounded by deadline (time.monotonic()) when given."""
-    host = LiveHost(find_bin=lambda name: _find_bin(name))
+    host = LiveHost(find_bin=_find_bin)
     return DeadlineHost(host, deadline) if deadline is not None else host
 
 

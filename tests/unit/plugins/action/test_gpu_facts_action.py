@@ -48,8 +48,9 @@ class FakeConnection:
     _shell = FakeShell()
 
 
-def run_action(args, module_result=MODULE_RESULT, hosts=(HOST,), host=HOST, timeout=None):
-    """(result, module arguments each module run got)."""
+def run_action(args, module_result=None, hosts=(HOST,), host=HOST, timeout=None):
+    """(result, module arguments each module run got); the module returns module_result (MODULE_RESULT)."""
+    module_result = MODULE_RESULT if module_result is None else module_result
     calls = []
     action = ActionModule(FakeTask(dict(args), timeout), FakeConnection(), None, None, None)
 
@@ -181,8 +182,8 @@ def test_the_bmc_read_over_lan_replaces_the_in_band_facts_and_the_password_stays
     assert calls == [{"source": "nvidia_smi", "kernel_log_window_hours": 96}]
     bmc = result["ansible_facts"]["gpufleet"]["bmc"]
     assert bmc["source"] == "lan" and bmc["address"] == "10.1.2.3"
-    assert {fan["name"]: fan["rpm"] for fan in bmc["fans"]} == {"FAN1": 6000.0, "FAN2": 400.0, "FAN3": 1800.0,
-                                                                   "FAN4": None}
+    fans = {fan["name"]: fan["rpm"] for fan in bmc["fans"]}
+    assert fans == {"FAN1": 6000.0, "FAN2": 400.0, "FAN3": 1800.0, "FAN4": None}
     assert [psu["name"] for psu in bmc["power_supplies"] if psu["failed"]] == ["PSU2 Status"]
     assert bmc["inlet_temperature_c"] == 41.0
     # the event log was read (which timed records fall in the window depends on today's date; the untimed one never)
