@@ -42,6 +42,16 @@ def registered_results(hostvars, hosts, name, reached):
     return results
 
 
+def existing_run_dir(path):
+    """A run folder created before the collection (gpufleet.core.run_folder), as an absolute path; created when
+    missing."""
+    if os.path.basename(path) in ("", ".", ".."):
+        raise ValueError("run folder %r has no name of its own" % path)
+    path = os.path.abspath(path)
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
 def reached_in_this_run(args, task_vars):
     """reached(host, its variables): by the run marker when one is named, else by the play's active hosts."""
     if args["run_marker_var"]:
@@ -100,7 +110,7 @@ class ActionModule(ActionBase):
                              list({id(policy): policy for policy in host_policies.values()}.values()),
                              groups=task_vars.get("groups"))
         try:
-            run_dir = create_run_dir(args["run_dir"])
+            run_dir = create_run_dir(args["run_dir"]) if args["create_run_dir"] else existing_run_dir(args["run_dir"])
             report, paths, lines = run_audit(results, host_policies, run_dir, args["report_root"],
                                              args["started_at"], args["fail_severity"], scope, store,
                                              orchestration(args["orchestration"]))

@@ -9,13 +9,20 @@ Anchors, flow collections other than a one-line list of scalars, and multi-line 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import functools
 import json
 import re
 
-try:
-    import yaml as _pyyaml
-except ImportError:
-    _pyyaml = None
+
+@functools.lru_cache(maxsize=None)
+def _pyyaml():
+    """PyYAML, or None where it is not installed; imported on the first load(), not with this file: most hosts have
+    no YAML file to read (no Kubernetes node), and importing PyYAML costs a collection about 20 ms of CPU."""
+    try:
+        import yaml
+    except ImportError:
+        return None
+    return yaml
 
 
 class YamlSubsetError(ValueError):
@@ -23,10 +30,11 @@ class YamlSubsetError(ValueError):
 
 
 def load(text):
-    if _pyyaml is not None:
+    pyyaml = _pyyaml()
+    if pyyaml is not None:
         try:
-            return _pyyaml.safe_load(text)
-        except _pyyaml.YAMLError as exc:
+            return pyyaml.safe_load(text)
+        except pyyaml.YAMLError as exc:
             raise ValueError("not valid YAML: %s" % str(exc).splitlines()[0])
     return load_without_pyyaml(text)
 

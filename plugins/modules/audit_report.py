@@ -18,7 +18,9 @@ description:
     catalog, layer by layer, and correlates across hosts into likely causes.
   - Creates the run folder O(run_dir) exclusively (O(run_dir)-2, -3, ... when another audit that started in the
     same second holds the name; RV(report_dir) says which), so concurrent audits into one O(report_root)
-    never share a folder.
+    never share a folder; with O(create_run_dir=false) the folder was created so before the collection.
+  - Facts files that M(gpufleet.core.gpu_facts) already wrote (its result's C(gpufleet_facts_file)) are not written
+    again.
   - Writes C(report.json), C(report.html), C(junit.xml), C(gpufleet.prom) and C(hosts.txt) into the run folder,
     each atomically, with the permissions the umask allows (facts at most 0640, reports at most 0666; never wider
     than the umask). Only then it points C(<report_root>/latest) at the run when the run is V(complete), or
@@ -74,6 +76,13 @@ options:
     description: Folder of this run; created when missing.
     type: path
     required: true
+  create_run_dir:
+    description:
+      - V(true) - create O(run_dir) exclusively here (O(run_dir)-2, -3, ... when the name is taken).
+      - V(false) - O(run_dir) was created before the collection (M(gpufleet.core.run_folder), as the audit does, so
+        that M(gpufleet.core.gpu_facts) writes each host's facts file as its result arrives) and is used as it is.
+    type: bool
+    default: true
   report_root:
     description: Folder that holds the run folders and the C(latest) link.
     type: path
@@ -173,7 +182,7 @@ store:
   type: dict
   sample: {"status": "written", "url": "sqlite:////srv/gpufleet/reports/gpufleet.sqlite", "error": null}
 report_dir:
-  description: The run folder created (O(run_dir), or O(run_dir)-N when that name was taken).
+  description: The run folder (created here as O(run_dir), or O(run_dir)-N when that name was taken; O(run_dir) with O(create_run_dir=false)).
   returned: always
   type: str
   sample: /srv/gpufleet/reports/20261130T060000Z
@@ -244,6 +253,7 @@ ARGUMENT_SPEC = {
     "policies": {"type": "dict", "required": True},
     "host_policy": {"type": "dict", "required": True},
     "run_dir": {"type": "path", "required": True},
+    "create_run_dir": {"type": "bool", "default": True},
     "report_root": {"type": "path", "required": True},
     "started_at": {"type": "str", "required": True},
     "scope_hosts": {"type": "list", "elements": "str"},

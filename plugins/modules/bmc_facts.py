@@ -15,9 +15,10 @@ description:
   - Reads the sensors (C(ipmitool sdr elist)), the event log of the window (C(ipmitool -Z sel elist), times in UTC),
     the BMC clock and the DCMI power reading of one BMC over IPMI-over-LAN, and returns them as C(bmc), in the
     shape of C(ansible_facts.gpufleet.bmc) of M(gpufleet.core.gpu_facts) (C(docs/schema/gpu_facts.schema.json)).
-  - Meant to run on the controller, delegated (C(delegate_to=localhost)), for the host whose BMC it is; the audit
-    (C(playbooks/tasks/audit.yml)) runs it when the inventory gives C(gpufleet_bmc_address) and joins the result
-    to the host's facts, so the BMC's findings and its event times sit beside the host's Xids.
+  - Meant to run on the controller, delegated (C(delegate_to=localhost)), for the host whose BMC it is. The audit
+    (C(playbooks/tasks/audit.yml)) reads the BMC with the same code within the host's collection task, where the
+    inventory gives C(gpufleet_bmc_address) (M(gpufleet.core.gpu_facts)' O(gpufleet.core.gpu_facts#module:bmc_address)),
+    and joins the result to the host's facts, so the BMC's findings and its event times sit beside the host's Xids.
   - The password is given to ipmitool only as a file of mode 0600 (C(-f)) that is removed afterwards; it is never
     on a command line, in the result, or in an error text. Keep it in a vault.
   - With O(protocol=redfish) it reads the chassis's Redfish C(Power) and C(Thermal) documents over HTTPS instead
@@ -142,99 +143,13 @@ bmc:
       returned: always
 """
 
-import json
-import os
-import tempfile
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_native
-from ansible.module_utils.urls import open_url
 
-from ansible_collections.gpufleet.core.plugins.module_utils.bmc_collect import (
-    BmcReader, lan_arguments, new_bmc, read_bmc)
+# read_lan_bmc, RedfishClient and read_redfish_bmc are named here too: the tests and older callers import them
+# from this module (the gpu_facts action plugin reads a BMC over LAN through the same bmc_lan code)
+from ansible_collections.gpufleet.core.plugins.module_utils.bmc_lan import (  # noqa: F401 pylint: disable=unused-import
+    RedfishClient, read_bmc_over_lan, read_lan_bmc, read_redfish_bmc)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import module_host
-from ansible_collections.gpufleet.core.plugins.module_utils.redfish_chassis import summarize_redfish
-
-IPMI_PORT = 623
-REDFISH_PORT = 443
-
-
-def write_password_file(password):
-    """A new file of mode 0600 (mkstemp's) holding the password; the caller removes it."""
-    descriptor, path = tempfile.mkstemp(prefix=".gpufleet-bmc-")
-    with os.fdopen(descriptor, "w") as handle:
-        handle.write(password)
-    return path
-
-
-def read_lan_bmc(host, ipmitool, params):
-    bmc = new_bmc("lan", params["address"])
-    password_file = write_password_file(params["password"])
-    try:
-        connection = lan_arguments(params["address"], params["user"], password_file, params["port"] or IPMI_PORT,
-                                   params["interface"], params["cipher_suite"])
-        reader = BmcReader(host, ipmitool, connection, params["timeout"], secrets=[params["password"]])
-        read_bmc(reader, bmc, host.now(), params["window_hours"])
-    finally:
-        os.unlink(password_file)
-    return bmc
-
-
-class RedfishClient:
-    """GETs JSON documents of one Redfish service with basic authentication; (document, None) or (None, reason),
-    the reason scrubbed of the password."""
-
-    def __init__(self, base_url, user, password, timeout, validate_certs=True, opener=open_url):
-        self.base_url = base_url.rstrip("/")
-        self.user, self.password = user, password
-        self.timeout, self.validate_certs, self.opener = timeout, validate_certs, opener
-
-    def get(self, path):
-        try:
-            response = self.opener(self.base_url + path, method="GET", url_username=self.user,
-                                   url_password=self.password, force_basic_auth=True, timeout=self.timeout,
-                                   validate_certs=self.validate_certs, headers={"Accept": "application/json"})
-            return json.loads(response.read().decode("utf-8", "replace")), None
-        except ValueError:
-            return None, "the answer is not JSON"
-        except Exception as exc:  # pylint: disable=broad-except  # open_url raises URLError, HTTPError, socket errors
-            return None, to_native(exc).replace(self.password, "********") if self.password else to_native(exc)
-
-
-def _chassis_path(client, chassis):
-    if chassis:
-        return "/redfish/v1/Chassis/%s" % chassis, None
-    collection, reason = client.get("/redfish/v1/Chassis")
-    members = (collection or {}).get("Members") if isinstance(collection, dict) else None
-    first = members[0].get("@odata.id") if members and isinstance(members[0], dict) else None
-    if not first:
-        return None, reason or "the Chassis collection has no member"
-    return first, None
-
-
-def read_redfish_bmc(client, address, chassis=None):
-    """The bmc facts of one chassis from its Power and Thermal documents."""
-    bmc = new_bmc("redfish", address)
-    path, reason = _chassis_path(client, chassis)
-    if path is None:
-        bmc["errors"].append({"call": "GET /redfish/v1/Chassis", "reason": reason})
-        bmc["status"], bmc["reasons"] = "failed", ["the Redfish service did not answer: %s" % reason]
-        return bmc
-    documents = {}
-    for name in ("Power", "Thermal"):
-        documents[name], reason = client.get("%s/%s" % (path, name))
-        if reason:
-            bmc["errors"].append({"call": "GET %s/%s" % (path, name), "reason": reason})
-    bmc.update(summarize_redfish(documents["Power"], documents["Thermal"]))
-    if bmc["errors"]:
-        bmc["status"] = "failed" if len(bmc["errors"]) == 2 else "partial"
-        bmc["reasons"] = ["%s: %s" % (error["call"], error["reason"]) for error in bmc["errors"]]
-    return bmc
-
-
-def redfish_client(params):
-    base = params["redfish_base_url"] or "https://%s:%d" % (params["address"], params["port"] or REDFISH_PORT)
-    return RedfishClient(base, params["user"], params["password"], params["timeout"], params["validate_certs"])
 
 
 def main():
@@ -260,18 +175,8 @@ def main():
     for name in ("window_hours", "timeout"):
         if params[name] <= 0:
             module.fail_json(msg="%s must be positive, not %s" % (name, params[name]))
-    if params["protocol"] == "redfish":
-        module.exit_json(changed=False, bmc=read_redfish_bmc(redfish_client(params), params["address"],
-                                                             params["redfish_chassis"]))
     host = module_host(module)
-    ipmitool = params["ipmitool"] or host.find_bin("ipmitool")
-    if not ipmitool:
-        bmc = new_bmc("lan", params["address"])
-        bmc["status"] = "failed"
-        bmc["errors"].append({"call": "ipmitool", "reason": "ipmitool is not installed on the controller"})
-        bmc["reasons"] = ["ipmitool is not installed on the controller"]
-        module.exit_json(changed=False, bmc=bmc)
-    module.exit_json(changed=False, bmc=read_lan_bmc(host, ipmitool, params))
+    module.exit_json(changed=False, bmc=read_bmc_over_lan(host, params))
 
 
 if __name__ == "__main__":

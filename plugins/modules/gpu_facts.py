@@ -29,6 +29,8 @@ description:
   - A query that fails (a GPU that fell off the bus, a call the GPU does not support, a hung command)
     sets that value to null and adds an entry to C(errors); the other values and GPUs are still returned.
   - Never uses a shell and changes nothing on the host. External commands are found on the remote C(PATH).
+  - An action plugin runs the module and, on the controller, the audit's per-host steps (O(not_audited_msg),
+    O(bmc_address), O(run_dir)), so that the audit needs one task per host; those options never reach the host.
 author:
   - gpufleet contributors (!UNKNOWN)
 requirements:
@@ -174,6 +176,52 @@ options:
     description:
       - Fixture file to replay, on the target host. Required with O(source=replay).
     type: path
+  not_audited_msg:
+    description:
+      - Read on the controller by the action plugin, which then does not contact the host and returns it as not audited
+        with this message (marked unreachable, as M(gpufleet.core.audit_verdict) does, so C(ansible-playbook) exits
+        V(4) unless the task ignores unreachable hosts). The audit sets it when its policy check failed.
+    type: str
+  run_dir:
+    description:
+      - Read on the controller by the action plugin. When the collection succeeded, the host's facts are written
+        there as C(facts/<host>.json) (compact JSON, keys sorted, mode 0640 less the umask; the name as
+        M(gpufleet.core.audit_report) names it, among the play's hosts) as soon as the host's result arrives, and the
+        result names the file in C(gpufleet_facts_file) (relative to O(run_dir)), so the report does not write it
+        again. The folder must exist (the audit creates it before collecting).
+    type: path
+  bmc_address:
+    description:
+      - Read on the controller by the action plugin. When set, after the collection the host's BMC at this address is
+        read over the network from the controller, in-process, by the code of M(gpufleet.core.bmc_facts) (ipmitool
+        over LAN or Redfish), and the result replaces C(bmc) of the facts. A BMC that does not answer is
+        C(bmc.status=failed) with the reasons, never a failed host.
+      - Needs O(bmc_user) and O(bmc_password); without them the BMC is not read and the task warns.
+    type: str
+  bmc_user:
+    description: BMC user name, with O(bmc_address).
+    type: str
+  bmc_password:
+    description:
+      - BMC password (from a vault), with O(bmc_address). Given to ipmitool only as a file of mode 0600 that is removed
+        afterwards; never sent to the host, logged or returned.
+    type: str
+  bmc_protocol:
+    description: With O(bmc_address), V(ipmi) (ipmitool over LAN) or V(redfish) (HTTPS).
+    type: str
+    choices: [ipmi, redfish]
+    default: ipmi
+  bmc_port:
+    description: With O(bmc_address), the port of the BMC's service; unset, 623 (UDP) for V(ipmi) and 443 for V(redfish).
+    type: int
+  bmc_interface:
+    description: With O(bmc_address) and O(bmc_protocol=ipmi), V(lanplus) (IPMI 2.0) or V(lan) (IPMI 1.5).
+    type: str
+    choices: [lanplus, lan]
+    default: lanplus
+  bmc_cipher_suite:
+    description: With O(bmc_address) and O(bmc_protocol=ipmi), the RMCP+ cipher suite (C(ipmitool -C)).
+    type: int
 attributes:
   check_mode:
     description: Can run in check mode and return the same facts; O(record) writes nothing then.
@@ -2398,6 +2446,16 @@ def main():
             record=dict(type="path"),
             scrub=dict(type="bool", default=True),
             fixture=dict(type="path"),
+            # read by the action plugin on the controller, never sent to the host (plugins/action/gpu_facts.py)
+            not_audited_msg=dict(type="str"),
+            run_dir=dict(type="path"),
+            bmc_address=dict(type="str"),
+            bmc_user=dict(type="str"),
+            bmc_password=dict(type="str", no_log=True),
+            bmc_protocol=dict(type="str", default="ipmi", choices=["ipmi", "redfish"]),
+            bmc_port=dict(type="int"),
+            bmc_interface=dict(type="str", default="lanplus", choices=["lanplus", "lan"]),
+            bmc_cipher_suite=dict(type="int"),
         ),
         required_if=[("source", "replay", ["fixture"]), ("kernel_log_source", "files", ["kernel_log_files"])],
         mutually_exclusive=[("record", "fixture")],

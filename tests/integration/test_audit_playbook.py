@@ -167,13 +167,21 @@ def test_unreachable_and_failed_hosts_are_reported_without_hiding_the_others(tmp
 
 
 def test_a_bad_policy_stops_the_run_before_any_host_is_contacted(tmp_path):
+    # a module run on the host starts this interpreter, which leaves a mark
+    contacted = tmp_path / "contacted"
+    interpreter = tmp_path / "python"
+    interpreter.write_text("#!/bin/sh\necho \"$@\" >> %s\nexec %s \"$@\"\n" % (contacted, sys.executable))
+    interpreter.chmod(0o755)
     extra_inventory = tmp_path / "bad-policy.yml"
     extra_inventory.write_text(yaml.safe_dump({"all": {"hosts": {"gpu-h100-ok-01": {
+        "ansible_python_interpreter": str(interpreter),
         "gpufleet_policy": {"thresholds": {"memory_used_pct": "high"}}}}}}))
     report_dir = tmp_path / "reports"
     result = run_audit(str(report_dir), DEMO, str(extra_inventory), extra=["--limit", "gpu-h100-ok-01"])
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert "thresholds.memory_used_pct" in output and "high" in output
-    assert "Collect GPU" not in output
+    # the collection task stops the host without running the module there
+    assert "fatal: [gpu-h100-ok-01]: UNREACHABLE!" in output and "not audited: the policy check failed" in output
+    assert not contacted.exists(), contacted.read_text()
     assert not (report_dir / "latest").exists()

@@ -242,14 +242,23 @@ def test_no_host_matched_exits_4_and_writes_nothing(tmp_path):
 
 
 def test_an_invalid_policy_exits_4_before_any_host_is_contacted(tmp_path):
+    # every module run on these hosts starts this interpreter, which leaves a mark: none may appear
+    contacted = tmp_path / "contacted"
+    interpreter = tmp_path / "python"
+    interpreter.write_text("#!/bin/sh\necho \"$@\" >> %s\nexec %s \"$@\"\n" % (contacted, sys.executable))
+    interpreter.chmod(0o755)
     policy = {"gpufleet_policy": {"thresholds": {"memory_used_pct": "high"}}}
-    inventory = write_inventory(tmp_path / "hosts.yml", {HEALTHY: local_host(HEALTHY), NVSMI: local_host(NVSMI)},
-                                group_vars=policy)
+    hosts = {name: local_host(name, ansible_python_interpreter=str(interpreter)) for name in (HEALTHY, NVSMI)}
+    inventory = write_inventory(tmp_path / "hosts.yml", hosts, group_vars=policy)
     report_dir = tmp_path / "reports"
     result = run_audit(inventory, report_dir)
     assert result.returncode == 4, output(result)[-3000:]
     assert "thresholds.memory_used_pct" in result.stdout and "high" in result.stdout
-    assert "Collect GPU" not in result.stdout
+    # the collection task gives each host the stop's result without running the module there
+    assert sorted(re.findall(r"fatal: \[(\S+)\]: UNREACHABLE!", result.stdout)) == sorted([HEALTHY, NVSMI])
+    assert "not audited: the policy check failed: " in result.stdout
+    assert "not audited: the policy check failed (the reason is with " in result.stdout
+    assert not contacted.exists(), contacted.read_text()
     assert {host: counts["unreachable"] for host, counts in recap(result).items()} == {HEALTHY: 1, NVSMI: 1}
     assert not report_dir.exists()
 

@@ -1,0 +1,179 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpufleet.core.gpu_facts: the module on the host, plus the audit's per-host steps on the controller, in one task
+(docs: plugins/modules/gpu_facts.py).
+
+Every per-host task costs the controller a worker fork and a result, skipped or not, so the audit's per-host part
+is this one task: with not_audited_msg (the run's policy check failed) the host is not contacted and is marked
+not audited, as gpufleet.core.audit_verdict does (exit status 4); else the module runs on the host; where the
+inventory gives the host's BMC (bmc_address) the BMC is read over LAN from the controller, in this worker, by the
+code of the bmc_facts module, and replaces the in-band bmc facts; with run_dir the host's facts file
+(facts/<name>.json) is written here, as soon as its result arrives, and named in the result (gpufleet_facts_file),
+so that audit_report does not write it again.
+
+The imports below are loaded once, in the controller's main process, before the workers fork: the linear
+strategy loads every task's action class there (action_loader.get(..., class_only=True)).
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import os
+import time
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.common.process import get_bin_path
+from ansible.plugins.action import ActionBase
+from ansible.utils.vars import merge_hash
+
+from ansible_collections.gpufleet.core.plugins.action.audit_verdict import verdict_result
+from ansible_collections.gpufleet.core.plugins.module_utils.bmc_lan import LAN_DEFAULTS, read_bmc_over_lan
+from ansible_collections.gpufleet.core.plugins.module_utils.host_io import DeadlineHost, LiveHost
+from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import collection_status
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import (
+    FACTS_MODE, facts_file_names, file_mode, write_atomically)
+
+# the result's key naming the facts file written here, relative to the run folder (audit_run.host_status reads it)
+FACTS_FILE_KEY = "gpufleet_facts_file"
+# options only this action reads; removed from the module's arguments (the module documents them)
+ACTION_SPEC = {
+    "not_audited_msg": {"type": "str"},
+    "run_dir": {"type": "path"},
+    "bmc_address": {"type": "str"},
+    "bmc_user": {"type": "str"},
+    "bmc_password": {"type": "str", "no_log": True},
+    "bmc_protocol": {"type": "str", "default": "ipmi", "choices": ["ipmi", "redfish"]},
+    "bmc_port": {"type": "int"},
+    "bmc_interface": {"type": "str", "default": "lanplus", "choices": ["lanplus", "lan"]},
+    "bmc_cipher_suite": {"type": "int"},
+}
+# seconds of the task's timeout kept back from the BMC read, for the facts file and the result
+BMC_DEADLINE_MARGIN = 2.0
+DEFAULT_WINDOW_HOURS = 72
+
+
+def split_args(args):
+    """(this action's options, the module's arguments)."""
+    module_args = dict(args)
+    action_args = {name: module_args.pop(name) for name in ACTION_SPEC if name in module_args}
+    return action_args, module_args
+
+
+def facts_content(facts):
+    """A facts file's text, as audit_run.host_status writes it: compact, keys sorted."""
+    return json.dumps(facts, sort_keys=True, separators=(",", ":")) + "\n"
+
+
+def write_facts_file(run_dir, host, hosts, facts):
+    """Write run_dir/facts/<name>.json (name from report_writer.facts_file_names over every host of the play) with
+    the facts files' mode; returns its path relative to run_dir."""
+    name = facts_file_names(hosts)[host] if host in hosts else facts_file_names([host])[host]
+    facts_dir = os.path.join(run_dir, "facts")
+    os.makedirs(facts_dir, exist_ok=True)
+    path = os.path.join(facts_dir, "%s.json" % name)
+    write_atomically(path, facts_content(facts), durable=False, mode=file_mode(FACTS_MODE), umask_applied=True)
+    return "facts/%s.json" % name
+
+
+def scrubbed(text, secret):
+    return text.replace(secret, "********") if secret else text
+
+
+def window_hours(module_args):
+    try:
+        hours = int(module_args.get("kernel_log_window_hours", DEFAULT_WINDOW_HOURS))
+    except (TypeError, ValueError):
+        return DEFAULT_WINDOW_HOURS
+    return hours if hours > 0 else DEFAULT_WINDOW_HOURS
+
+
+def bmc_params(options, module_args):
+    """bmc_facts' options for the BMC the inventory gives, or (None, why) when they are incomplete."""
+    missing = [name for name in ("bmc_user", "bmc_password") if not options.get(name)]
+    if missing:
+        return None, "%s not set for the BMC at %s" % (" and ".join(missing), options["bmc_address"])
+    params = dict(LAN_DEFAULTS)
+    params.update(address=options["bmc_address"], user=options["bmc_user"], password=options["bmc_password"],
+                  protocol=options["bmc_protocol"], port=options["bmc_port"], interface=options["bmc_interface"],
+                  cipher_suite=options["bmc_cipher_suite"], window_hours=window_hours(module_args))
+    return params, None
+
+
+def controller_host(deadline=None):
+    """The controller as a LiveHost (programs found on PATH and in the sbin folders, as AnsibleModule finds them),
+    its commands bounded by deadline (time.monotonic()) when given."""
+    host = LiveHost(find_bin=_find_bin)
+    return DeadlineHost(host, deadline) if deadline is not None else host
+
+
+def _find_bin(name):
+    try:
+        return get_bin_path(name)
+    except ValueError:
+        return None
+
+
+class ActionModule(ActionBase):
+    _supports_check_mode = True
+    _supports_async = True
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        started = time.monotonic()
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp  # tmp no longer has any effect
+        action_args, module_args = split_args(self._task.args)
+        validation = ArgumentSpecValidator(ACTION_SPEC).validate(action_args)
+        options = validation.validated_parameters
+        if validation.error_messages:
+            result.update(failed=True, msg="gpu_facts: %s" % "; ".join(validation.error_messages))
+            return result
+
+        if options.get("not_audited_msg"):
+            # the run's policy check failed: the host is not contacted, and leaves the play as not audited (4)
+            result.update(verdict_result("not_audited", options["not_audited_msg"]))
+            return result
+
+        wrap_async = self._task.async_val
+        result = merge_hash(result, self._execute_module(module_args=module_args, task_vars=task_vars,
+                                                         wrap_async=wrap_async))
+        if not wrap_async:
+            self._remove_tmp_path(self._connection._shell.tmpdir)
+        if wrap_async or "ansible_facts" not in result or "gpufleet" not in result["ansible_facts"]:
+            return result
+
+        if options.get("bmc_address"):
+            self._join_bmc(result, options, module_args, started)
+        if options.get("run_dir") and collection_status(result) == "ok":
+            self._write_facts(result, options["run_dir"], task_vars)
+        return result
+
+    def _join_bmc(self, result, options, module_args, started):
+        """The BMC read over LAN from the controller replaces the in-band bmc facts; a BMC that cannot be read at
+        all leaves them as they are, with a warning (never the password)."""
+        params, reason = bmc_params(options, module_args)
+        if params is None:
+            result.setdefault("warnings", []).append("the BMC over LAN was not read: %s" % reason)
+            return
+        timeout = self._task.timeout
+        deadline = started + timeout - BMC_DEADLINE_MARGIN if timeout else None
+        try:
+            bmc = read_bmc_over_lan(controller_host(deadline), params)
+        except Exception as exc:  # pylint: disable=broad-except  # a BMC must not cost the host's facts
+            result.setdefault("warnings", []).append(
+                "the BMC over LAN could not be read: %s" % scrubbed(str(exc), params["password"]))
+            return
+        facts = dict(result["ansible_facts"]["gpufleet"])
+        facts["bmc"] = bmc
+        result["ansible_facts"] = dict(result["ansible_facts"], gpufleet=facts)
+
+    def _write_facts(self, result, run_dir, task_vars):
+        host = task_vars["inventory_hostname"]
+        hosts = task_vars.get("ansible_play_hosts_all") or [host]
+        try:
+            result[FACTS_FILE_KEY] = write_facts_file(run_dir, host, hosts, result["ansible_facts"]["gpufleet"])
+        except (OSError, ValueError) as exc:
+            # the controller writes it with the reports instead (audit_run.host_status)
+            result.setdefault("warnings", []).append("facts file not written in the worker: %s" % exc)

@@ -1,0 +1,123 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A BMC read over the network from the controller: ipmitool over LAN or Redfish over HTTPS. One code path for
+the bmc_facts module and for the gpu_facts action plugin, which reads the BMC in-process on the controller
+where the inventory gives gpufleet_bmc_address.
+
+The password reaches ipmitool only as a file of mode 0600 (-f) that is removed afterwards, and Redfish only as
+HTTP basic authentication; it is never on a command line, in the facts or in an error text."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import os
+import tempfile
+
+from ansible.module_utils.common.text.converters import to_native
+from ansible.module_utils.urls import open_url
+
+from ansible_collections.gpufleet.core.plugins.module_utils.bmc_collect import (
+    BmcReader, lan_arguments, new_bmc, read_bmc)
+from ansible_collections.gpufleet.core.plugins.module_utils.redfish_chassis import summarize_redfish
+
+IPMI_PORT = 623
+REDFISH_PORT = 443
+# the options of a LAN read and their defaults (bmc_facts' argument spec)
+LAN_DEFAULTS = {"protocol": "ipmi", "port": None, "interface": "lanplus", "cipher_suite": None, "window_hours": 72,
+                "timeout": 20, "ipmitool": None, "redfish_base_url": None, "redfish_chassis": None,
+                "validate_certs": True}
+
+
+def write_password_file(password):
+    """A new file of mode 0600 (mkstemp's) holding the password; the caller removes it."""
+    descriptor, path = tempfile.mkstemp(prefix=".gpufleet-bmc-")
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(password)
+    return path
+
+
+def read_lan_bmc(host, ipmitool, params):
+    bmc = new_bmc("lan", params["address"])
+    password_file = write_password_file(params["password"])
+    try:
+        connection = lan_arguments(params["address"], params["user"], password_file, params["port"] or IPMI_PORT,
+                                   params["interface"], params["cipher_suite"])
+        reader = BmcReader(host, ipmitool, connection, params["timeout"], secrets=[params["password"]])
+        read_bmc(reader, bmc, host.now(), params["window_hours"])
+    finally:
+        os.unlink(password_file)
+    return bmc
+
+
+class RedfishClient:
+    """GETs JSON documents of one Redfish service with basic authentication; (document, None) or (None, reason),
+    the reason scrubbed of the password."""
+
+    def __init__(self, base_url, user, password, timeout, validate_certs=True, opener=open_url):
+        self.base_url = base_url.rstrip("/")
+        self.user, self.password = user, password
+        self.timeout, self.validate_certs, self.opener = timeout, validate_certs, opener
+
+    def get(self, path):
+        try:
+            response = self.opener(self.base_url + path, method="GET", url_username=self.user,
+                                   url_password=self.password, force_basic_auth=True, timeout=self.timeout,
+                                   validate_certs=self.validate_certs, headers={"Accept": "application/json"})
+            return json.loads(response.read().decode("utf-8", "replace")), None
+        except ValueError:
+            return None, "the answer is not JSON"
+        except Exception as exc:  # pylint: disable=broad-except  # open_url raises URLError, HTTPError, socket errors
+            return None, to_native(exc).replace(self.password, "********") if self.password else to_native(exc)
+
+
+def _chassis_path(client, chassis):
+    if chassis:
+        return "/redfish/v1/Chassis/%s" % chassis, None
+    collection, reason = client.get("/redfish/v1/Chassis")
+    members = (collection or {}).get("Members") if isinstance(collection, dict) else None
+    first = members[0].get("@odata.id") if members and isinstance(members[0], dict) else None
+    if not first:
+        return None, reason or "the Chassis collection has no member"
+    return first, None
+
+
+def read_redfish_bmc(client, address, chassis=None):
+    """The bmc facts of one chassis from its Power and Thermal documents."""
+    bmc = new_bmc("redfish", address)
+    path, reason = _chassis_path(client, chassis)
+    if path is None:
+        bmc["errors"].append({"call": "GET /redfish/v1/Chassis", "reason": reason})
+        bmc["status"], bmc["reasons"] = "failed", ["the Redfish service did not answer: %s" % reason]
+        return bmc
+    documents = {}
+    for name in ("Power", "Thermal"):
+        documents[name], reason = client.get("%s/%s" % (path, name))
+        if reason:
+            bmc["errors"].append({"call": "GET %s/%s" % (path, name), "reason": reason})
+    bmc.update(summarize_redfish(documents["Power"], documents["Thermal"]))
+    if bmc["errors"]:
+        bmc["status"] = "failed" if len(bmc["errors"]) == 2 else "partial"
+        bmc["reasons"] = ["%s: %s" % (error["call"], error["reason"]) for error in bmc["errors"]]
+    return bmc
+
+
+def redfish_client(params):
+    base = params["redfish_base_url"] or "https://%s:%d" % (params["address"], params["port"] or REDFISH_PORT)
+    return RedfishClient(base, params["user"], params["password"], params["timeout"], params["validate_certs"])
+
+
+def read_bmc_over_lan(host, params):
+    """The bmc facts of params' BMC (bmc_facts' options: address, user, password, protocol, ...), read from host
+    (a LiveHost of the controller): Redfish, or ipmitool (params' ipmitool, else found on the host's PATH)."""
+    if params["protocol"] == "redfish":
+        return read_redfish_bmc(redfish_client(params), params["address"], params["redfish_chassis"])
+    ipmitool = params["ipmitool"] or host.find_bin("ipmitool")
+    if not ipmitool:
+        bmc = new_bmc("lan", params["address"])
+        bmc["status"] = "failed"
+        bmc["errors"].append({"call": "ipmitool", "reason": "ipmitool is not installed on the controller"})
+        bmc["reasons"] = ["ipmitool is not installed on the controller"]
+        return bmc
+    return read_lan_bmc(host, ipmitool, params)
