@@ -11,6 +11,7 @@ import os
 import pytest
 
 import fleet as fleet_module
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
 
 HOST = "fleet-01"
 STATE_FILE = "/var/lib/gpufleet-sim/state.json"
@@ -88,7 +89,7 @@ def audit_rules(fleet, host, report_dir, extra_vars=None):
     run = fleet.playbook("playbooks/audit.yml", limit=host, extra_vars=variables)
     assert run.rc in (0, 2), run.output()
     with open(os.path.join(str(report_dir), "latest-partial", "report.json")) as handle:  # --limit: partial run
-        report = json.load(handle)
+        report = expanded(json.load(handle))
     return set(finding["rule"] for finding in report["findings"] if finding["host"] == host)
 
 

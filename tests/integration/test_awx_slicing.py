@@ -11,6 +11,7 @@ import sys
 import yaml
 
 from tests.support.postgres import postgres_cluster  # noqa: F401 pylint: disable=unused-import
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -48,7 +49,7 @@ def audit_command(report_dir, *extra):
 
 def read_report(folder):
     with open(os.path.join(folder, "report.json"), encoding="utf-8") as stream:
-        return json.load(stream)
+        return expanded(json.load(stream))
 
 
 def finding_identities(report):

@@ -12,6 +12,7 @@ import sys
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import LiveHost, run_bounded
 from ansible_collections.gpufleet.core.plugins.modules.bmc_facts import read_lan_bmc
 from tests.support import ipmi_sim
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -115,7 +116,7 @@ def test_audit_reads_the_bmc_over_lan_and_never_shows_the_password(tmp_path):
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
     latest = report_dir / "latest"
     assert latest.is_dir(), result.stdout[-3000:] + result.stderr[-2000:]
-    report = json.loads((latest / "report.json").read_text())
+    report = expanded(json.loads((latest / "report.json").read_text()))
     facts = json.loads((latest / report["hosts"][HOST]["facts_file"]).read_text())
     assert facts["bmc"]["source"] == "lan" and facts["bmc"]["status"] == "complete"
     rules = {finding["rule"]: finding for finding in report["findings"] if finding["host"] == HOST}

@@ -208,12 +208,14 @@ def test_a_hung_collection_is_bounded_on_the_controller_and_recorded(tmp_path):
     slow_python = tmp_path / "slow-python"
     slow_python.write_text("#!/bin/sh\necho $$ > %s\nexec sleep 25\n" % pid_file)
     slow_python.chmod(0o755)
-    hung = local_host(HEALTHY, ansible_python_interpreter=str(slow_python))
+    # the short bound only for the hung host: the healthy one keeps the default, so a loaded machine cannot time it out
+    hung = local_host(HEALTHY, ansible_python_interpreter=str(slow_python), gpufleet_collect_timeout=2,
+                      gpufleet_collect_margin=2)
     inventory = write_inventory(tmp_path / "hosts.yml", {HEALTHY: local_host(HEALTHY), "gpu-hung-97": hung})
     report_dir = tmp_path / "reports"
     started = time.monotonic()
     try:
-        result = run_audit(inventory, report_dir, "-e", "gpufleet_collect_timeout=2", "-e", "gpufleet_collect_margin=2")
+        result = run_audit(inventory, report_dir)
     finally:
         if pid_file.exists():
             try:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import yaml
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURE = os.path.join(ROOT, "inventories", "demo", "fixtures", "gpu-h100-ok-01.json")
@@ -47,7 +48,7 @@ def audit(tmp_path, window_hours, host_vars):
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
     latest = report_dir / "latest"
     assert latest.is_dir(), result.stdout[-3000:] + result.stderr[-2000:]
-    report = json.loads((latest / "report.json").read_text())
+    report = expanded(json.loads((latest / "report.json").read_text()))
     facts = json.loads((latest / report["hosts"][HOST]["facts_file"]).read_text())
     return report, facts
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from tests.support.postgres import postgres_cluster  # noqa: F401 pylint: disable=unused-import
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
@@ -19,7 +20,7 @@ def audit(report_dir, *extra, **environment):
     completed = subprocess.run([PLAYBOOK_BIN, "audit.yml", "-e", "gpufleet_report_dir=%s" % report_dir] + list(extra),
                                cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
     with open(os.path.join(report_dir, "latest", "report.json"), encoding="utf-8") as stream:
-        return completed, json.load(stream)
+        return completed, expanded(json.load(stream))
 
 
 def test_second_audit_shows_the_first_runs_findings_as_persisting(tmp_path):
