@@ -92,9 +92,9 @@ def most_processes_per_gpu(facts):
     return most
 
 
-def _crowded(facts, policy):
+def _crowded(most, policy):
+    """most: most_processes_per_gpu of the host."""
     limit, _where = worker_limit(policy) if policy else (None, None)
-    most = most_processes_per_gpu(facts)
     return most > limit if limit else most >= 2
 
 
@@ -109,7 +109,8 @@ def workload_causes(facts_by_host, findings_by_host, policies, knowledge_for):
     if not errors:
         return []
     with_gpus = [host for host, facts in facts_by_host.items() if facts and facts.get("gpus")]
-    crowded = {host for host in with_gpus if _crowded(facts_by_host[host], policies.get(host))}
+    most_by_host = {host: most_processes_per_gpu(facts_by_host[host]) for host in with_gpus}
+    crowded = {host for host in with_gpus if _crowded(most_by_host[host], policies.get(host))}
     if not set(errors) <= crowded:
         return []
     calm = [host for host in with_gpus if host not in crowded]
@@ -117,7 +118,7 @@ def workload_causes(facts_by_host, findings_by_host, policies, knowledge_for):
         return []
     hosts = sorted(errors)
     cause_id = "workload:concurrency"
-    most = {host: most_processes_per_gpu(facts_by_host.get(host)) for host in hosts}
+    most = {host: most_by_host[host] for host in hosts}
     symptoms = sorted({"Xid %d" % _xid(f) if _xid(f) else "memory near full" for fs in errors.values() for f in fs})
     all_findings = [finding for host in hosts for finding in errors[host]]
     _mark(all_findings, cause_id)

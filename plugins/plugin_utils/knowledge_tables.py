@@ -45,7 +45,14 @@ def parse_version(version):
         return None
     if isinstance(version, int):
         return (version,) if version >= 0 else None
-    match = _VERSION_RE.match(str(version))
+    return _parse_version_text(str(version))
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_version_text(text):
+    """parse_version of a text, remembered: a fleet compares the same few driver and toolkit versions for
+    every host (the rules call this tens of thousands of times at 10,000 hosts)."""
+    match = _VERSION_RE.match(text)
     if not match:
         return None
     return tuple(int(part) for part in match.group(1).split("."))

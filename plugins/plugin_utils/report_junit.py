@@ -47,6 +47,8 @@ _TEXT_SPECIALS = re.compile("[&<>\r]")
 
 def xml_safe(value):
     """Text XML 1.0 can carry, with every unsafe character escaped visibly (text_safety.safe_xml_text)."""
+    if isinstance(value, str) and value.isascii() and value.isprintable():
+        return value  # the usual host name, rule or summary: safe_xml_text would return it unchanged
     return safe_xml_text(value)
 
 

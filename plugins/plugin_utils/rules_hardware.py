@@ -339,6 +339,8 @@ def retired_pages(ctx, gpu):
       "Row remapping failed (repair) or is pending a reset (Ampere and newer)", scope="gpu")
 def row_remap(ctx, gpu):
     rows = gpu.get("remapped_rows") or {}
+    if not (rows.get("failure") or rows.get("pending")):
+        return ()  # the usual case, decided before the evidence is built
     evidence = {"correctable": rows.get("correctable"), "uncorrectable": rows.get("uncorrectable"),
                 "pending": rows.get("pending"), "failure": rows.get("failure"), "gpu_serial": gpu.get("serial")}
     if rows.get("failure"):
@@ -381,6 +383,8 @@ def temperature(ctx, gpu):
 def clock_events(ctx, gpu):
     reasons = gpu.get("clock_event_reasons") or {}
     active = reasons.get("active") or []
+    if not active:
+        return ()  # the usual case, decided before the evidence is built
     bad = [name for name in active if ctx.knowledge.clock_event_severity(name)]
     evidence = {"active": list(active), "mask": reasons.get("mask"),
                 "power_draw_w": (gpu.get("power") or {}).get("draw_w"),
@@ -430,16 +434,18 @@ def pcie_link(ctx, gpu):
     pcie = gpu.get("pcie") or {}
     gen, gen_max = pcie.get("gen_current"), pcie.get("gen_max")
     width, width_max = pcie.get("width_current"), pcie.get("width_max")
+    narrow = width is not None and width_max is not None and width < width_max
+    slow = gen is not None and gen_max is not None and gen < gen_max
+    if not (narrow or slow):
+        return ()  # the usual case, decided before reading whether the GPU is idle
     idle = _is_idle(gpu)
     problems, severities = [], []
-    if width is not None and width_max is not None and width < width_max:
+    if narrow:
         problems.append("width x%d of x%d" % (width, width_max))
         severities.append("warning")
-    if gen is not None and gen_max is not None and gen < gen_max:
+    if slow:
         problems.append("gen %d of %d%s" % (gen, gen_max, " while idle" if idle else ""))
         severities.append("info" if idle else "warning")
-    if not problems:
-        return ()
     severity = worst_severity(severities)
     action = ("Reseat the GPU or riser and check the slot and BIOS PCIe settings; a link that trains below its "
               "width loses bandwidth under load." if severity != "info" else
@@ -457,6 +463,9 @@ def pcie_aer(ctx, gpu):
     aer = (gpu.get("pcie") or {}).get("aer") or {}
     fatal, nonfatal, correctable = aer.get("fatal"), aer.get("nonfatal"), aer.get("correctable")
     limit = ctx.thresholds.get("aer_correctable_warning")
+    too_many_correctable = correctable is not None and limit is not None and correctable > limit
+    if not (fatal or nonfatal or too_many_correctable):
+        return ()  # the usual case, decided before the evidence is built
     evidence = {"fatal": fatal, "nonfatal": nonfatal, "correctable": correctable, "correctable_warning": limit}
     if fatal or nonfatal:
         return [ctx.finding(
@@ -464,13 +473,11 @@ def pcie_aer(ctx, gpu):
             "%s PCIe AER: %s fatal, %s non-fatal uncorrectable errors" % (gpu_label(gpu), fatal or 0, nonfatal or 0),
             evidence, "Drain the host; reseat the GPU and riser, check the slot, then run dcgmi diag -r 3. "
                       "Hand the card or board over for repair if errors return.")]
-    if correctable is not None and limit is not None and correctable > limit:
-        return [ctx.finding(
-            gpu,
-            "%s PCIe AER: %d correctable errors (warning above %d)" % (gpu_label(gpu), correctable, limit),
-            evidence, "Watch the count; if it keeps growing, reseat the GPU or riser at the next maintenance.",
-            severity="warning")]
-    return ()
+    return [ctx.finding(
+        gpu,
+        "%s PCIe AER: %d correctable errors (warning above %d)" % (gpu_label(gpu), correctable, limit),
+        evidence, "Watch the count; if it keeps growing, reseat the GPU or riser at the next maintenance.",
+        severity="warning")]
 
 
 @rule("hardware.pcie_replay", "hardware", "warning", "PCIe replay counter above thresholds.pcie_replay_warning",
@@ -514,12 +521,12 @@ def nvlink_errors(ctx, gpu):
     limit = ctx.thresholds.get("nvlink_errors_warning")
     if limit is None:
         return ()
+    counting = [link for link in gpu.get("nvlinks") or () if link.get("errors") and any(link["errors"].values())]
+    if not counting:
+        return ()  # the usual case: every counter 0 or unknown
     per_link = {}
-    for link in gpu.get("nvlinks") or ():
-        errors = link.get("errors")
-        if not errors or not any(errors.values()):  # the usual case: every counter 0 or unknown
-            continue
-        counters = {name: value for name, value in errors.items() if value}
+    for link in counting:
+        counters = {name: value for name, value in link["errors"].items() if value}
         if sum(counters.values()) >= limit:
             per_link[str(link["link"])] = counters
     if not per_link:
@@ -567,9 +574,9 @@ def vbios_mismatch(ctx):
             by_model.setdefault(gpu["name"], []).append(gpu)
     findings = []
     for model, gpus in by_model.items():
+        if len({gpu["vbios_version"] for gpu in gpus}) < 2:
+            continue  # the usual case: one VBIOS, decided before counting
         versions = Counter(gpu["vbios_version"] for gpu in gpus)
-        if len(versions) < 2:
-            continue
         reference = max(versions, key=lambda version: (versions[version], version))
         for gpu in gpus:
             if gpu["vbios_version"] != reference:

@@ -6,6 +6,8 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import json
+
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import gpu_label, rule
 from ansible_collections.gpufleet.core.plugins.plugin_utils.mig_config import (
     MigConfigError, actual_layout, check_feasible, desired_layout, layout_diff)
@@ -19,12 +21,21 @@ PENDING_KEYS = ("pending", "mig_enabled_after_reset")
 class MigPlan:
     """The policy's desired MIG config, loaded once per policy: config (or None), selected, error."""
 
-    __slots__ = ("config", "selected", "error")
+    __slots__ = ("config", "selected", "error", "_feasibility")
 
     def __init__(self, config=None, selected=None, error=None):
         self.config = config
         self.selected = selected
         self.error = error
+        self._feasibility = {}
+
+    def infeasible_reasons(self, devices, mig_model):
+        """check_feasible(devices, mig_model), searched once per GPU model and layout: a fleet asks the same
+        question for each of its GPUs. The entry keeps mig_model, so the id in its key stays that model's."""
+        key = (id(mig_model), json.dumps(devices, sort_keys=True))
+        if key not in self._feasibility:
+            self._feasibility[key] = (mig_model, check_feasible(devices, mig_model))
+        return list(self._feasibility[key][1])
 
 
 def mig_plan(policy):
@@ -83,7 +94,7 @@ def _infeasible_reasons(ctx, gpu, desired):
     model = ctx.knowledge.mig_model(gpu.get("name")) if ctx.knowledge is not None else None
     if model is None or not desired["devices"]:
         return []
-    return check_feasible(desired["devices"], model)
+    return _plan(ctx).infeasible_reasons(desired["devices"], model)
 
 
 def _infeasible(ctx):
