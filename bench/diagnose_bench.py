@@ -278,17 +278,6 @@ def gc_callback(callback):
         gc.callbacks.remove(callback)
 
 
-@contextlib.contextmanager
-def gc_disabled():
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def facts_of(results):
     return [result["ansible_facts"]["gpufleet"] for result in results.values()]
 
@@ -481,7 +470,7 @@ def profile_audit(results, host_policies, work_root):
     wall clock), without the facts files, and with the garbage collector off, so that a collection's time
     is not charged to the function that happened to trigger it (GcClock has the collector's own time)."""
     profiler = cProfile.Profile(time.process_time)
-    with gc_disabled():
+    with audit_run.collector_paused():
         seconds, _report, _sizes, _files, _none = audit_once(results, host_policies, work_root,
                                                              without_facts_files(profiler), profiler)
     stats = pstats.Stats(profiler, stream=io.StringIO())

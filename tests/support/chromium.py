@@ -2,8 +2,10 @@
 the DOM it dumps."""
 
 import html.parser
+import os
 import shutil
 import subprocess
+import tempfile
 
 import pytest
 
@@ -70,3 +72,17 @@ def start_chromium(page, fragment, profile):
     url = "file://%s%s" % (page, fragment)
     return subprocess.Popen([chromium()] + FLAGS + ["--user-data-dir=" + profile, url],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def rendered_dom(page_html, name="report.html"):
+    """The DOM Chromium makes of page_html, opened as a file named name in a temporary folder."""
+    with tempfile.TemporaryDirectory() as folder:
+        page = os.path.join(folder, name)
+        with open(page, "w", encoding="utf-8") as stream:
+            stream.write(page_html)
+        profile = os.path.join(folder, "profile")
+        os.mkdir(profile)
+        process = start_chromium(page, "", profile)
+        stdout, stderr = process.communicate(timeout=120)
+        assert process.returncode == 0, stderr[-2000:]
+        return Dom(stdout)

@@ -2,15 +2,12 @@
 does for the timeline): one table per group with its rows, text from the store stays text, and the page's
 own script still runs beside it."""
 
-import os
-import tempfile
-
 import pytest
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_html import render_html
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline_template import group_template
-from tests.support.chromium import Dom, start_chromium
+from tests.support.chromium import rendered_dom
 from tests.support.report_inputs import hostile_inputs
 
 HOSTILE = '<img src=x onerror="document.documentElement.dataset.pwned=1"></script><b>'
@@ -26,16 +23,7 @@ def dom():
     report["baselines"] = [
         group_template("all", "2026-11-20T060000Z", "2026-11-20T06:00:00Z", "2026-11-21T09:00:00Z", FACTS, [POLICY]),
         group_template(HOSTILE, HOSTILE, "2026-11-22T06:00:00Z", "2026-11-22T07:00:00Z", {}, [])]
-    with tempfile.TemporaryDirectory() as folder:
-        page = os.path.join(folder, "report.html")
-        with open(page, "w", encoding="utf-8") as stream:
-            stream.write(render_html(report))
-        profile = os.path.join(folder, "profile")
-        os.mkdir(profile)
-        process = start_chromium(page, "", profile)
-        stdout, stderr = process.communicate(timeout=120)
-        assert process.returncode == 0, stderr[-2000:]
-        return Dom(stdout)
+    return rendered_dom(render_html(report))
 
 
 def test_each_group_is_a_table_with_its_rows(dom):

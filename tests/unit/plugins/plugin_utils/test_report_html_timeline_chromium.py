@@ -2,9 +2,6 @@
 does for the table): the lanes and rows render in time order, close events are marked and linked, text from
 hosts stays text, and the page's own script still runs beside it."""
 
-import os
-import tempfile
-
 import pytest
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_html import render_html
@@ -12,7 +9,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.build import mark_close
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.events import epoch_of_iso, event
 from tests.support.report_inputs import hostile_inputs
-from tests.support.chromium import Dom, start_chromium
+from tests.support.chromium import rendered_dom
 
 HOSTILE = '<img src=x onerror="document.documentElement.dataset.pwned=1"></script><b>'
 
@@ -44,16 +41,7 @@ def sample_timeline():
 
 @pytest.fixture(scope="module")
 def dom():
-    with tempfile.TemporaryDirectory() as folder:
-        page = os.path.join(folder, "incident.html")
-        with open(page, "w", encoding="utf-8") as stream:
-            stream.write(render_html(build_report(*hostile_inputs()), sample_timeline()))
-        profile = os.path.join(folder, "profile")
-        os.mkdir(profile)
-        process = start_chromium(page, "", profile)
-        stdout, stderr = process.communicate(timeout=120)
-        assert process.returncode == 0, stderr[-2000:]
-        return Dom(stdout)
+    return rendered_dom(render_html(build_report(*hostile_inputs()), sample_timeline()), "incident.html")
 
 
 def timeline_rows(dom):
