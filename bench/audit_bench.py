@@ -93,10 +93,10 @@ def children_cpu():
     return usage.ru_utime + usage.ru_stime
 
 
-def run_playbook(workdir, playbook, task_times=False, tree=REPO):
+def run_playbook(workdir, playbook, task_times=False, tree=REPO, extra=()):
     ansible_playbook = Path(sys.executable).parent / "ansible-playbook"
     env = playbook_env(workdir, task_times, tree)
-    argv = [str(ansible_playbook), "-i", str(workdir / "hosts.yml"), "-f", str(FORKS), str(playbook)]
+    argv = [str(ansible_playbook), "-i", str(workdir / "hosts.yml"), "-f", str(FORKS), str(playbook)] + list(extra)
     cpu_before = children_cpu()
     started = time.perf_counter()
     completed = subprocess.run(argv, cwd=str(tree), env=env, capture_output=True, text=True, timeout=3600,
@@ -127,15 +127,21 @@ def median(values):
     return statistics.median(values) if values else None
 
 
-def audit_bench(hosts, rounds, task_times=False, realdata=None, compare_tree=None):
+STORE_OFF = ("-e", "gpufleet_store=false")
+
+
+def audit_bench(hosts, rounds, task_times=False, realdata=None, compare_tree=None, store_off=False):
     """compare_tree: another checkout of the collection (an earlier commit, from `git archive`) whose
-    audit.yml runs in the same rounds as audit_other."""
+    audit.yml runs in the same rounds as audit_other. store_off: audit.yml with `-e gpufleet_store=false`
+    also runs in every round (audit_other), for the store's overhead on the whole audit; the reports
+    folder, and so the default SQLite store in it, is then kept from round to round, as a daily audit
+    keeps it."""
     smi_path, corpus_note = smi_input(realdata)
     xml_text = eight_gpu_xml(smi_path.read_text(encoding="utf-8"))
     workdir = Path(tempfile.mkdtemp(prefix="gpufleet-audit-bench-"))
     trees = {"ping": REPO, "audit": REPO}
-    if compare_tree:
-        trees["audit_other"] = compare_tree
+    if compare_tree or store_off:
+        trees["audit_other"] = compare_tree or REPO
     try:
         write_fleet(workdir, hosts, xml_text)
         runs = {name: [] for name in trees}
@@ -144,10 +150,12 @@ def audit_bench(hosts, rounds, task_times=False, realdata=None, compare_tree=Non
             names = list(trees)
             for name in names[shift:] + names[:shift]:
                 playbook = workdir / "ping.yml" if name == "ping" else trees[name] / "audit.yml"
-                runs[name].append(run_playbook(workdir, playbook, task_times and name != "ping", trees[name]))
+                runs[name].append(run_playbook(workdir, playbook, task_times and name != "ping", trees[name],
+                                               STORE_OFF if store_off and name == "audit_other" else ()))
             if index == 0:
                 audit_check = check_audit(workdir, hosts)
-            shutil.rmtree(workdir / "reports", ignore_errors=True)
+            if not store_off:
+                shutil.rmtree(workdir / "reports", ignore_errors=True)
         return summarize(hosts, rounds, runs, audit_check, smi_path, corpus_note)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -165,8 +173,10 @@ def summarize(hosts, rounds, runs, audit_check, smi_path, corpus_note):
         }
         if "audit_other" in runs:
             other = [run[clock] / ping[clock] for run, ping in zip(runs["audit_other"], runs["ping"])]
+            audit_other = [run[clock] / other_run[clock] for run, other_run in zip(runs["audit"], runs["audit_other"])]
             result[clock].update(other_median=median([run[clock] for run in runs["audit_other"]]),
-                                 other_ratio_median=median(other), other_ratios=other)
+                                 other_ratio_median=median(other), other_ratios=other,
+                                 audit_other_median=median(audit_other), audit_other_ratios=audit_other)
     return result
 
 
@@ -189,6 +199,8 @@ def print_audit(result):
             print("   %-22s                 other %8.2f   ratio other/ping %.2f (per round: %s)"
                   % (label, row["other_median"], row["other_ratio_median"],
                      " ".join("%.2f" % ratio for ratio in row["other_ratios"])))
+            print("   %-22s                 ratio audit/other %.3f (per round: %s)"
+                  % (label, row["audit_other_median"], " ".join("%.3f" % ratio for ratio in row["audit_other_ratios"])))
     for name in ("audit", "audit_other"):
         for run in result["runs"].get(name, []):
             if "task_times" in run:
@@ -268,6 +280,9 @@ def parse_args(argv):
     parser.add_argument("--no-audit", action="store_true", help="skip figure 5")
     parser.add_argument("--compare-tree", type=Path, default=None,
                         help="also run this checkout's audit.yml in every round (e.g. git archive of an earlier commit)")
+    parser.add_argument("--store-off", action="store_true",
+                        help="also run audit.yml with -e gpufleet_store=false in every round (other: the store's "
+                             "overhead on the whole audit; the store is kept from round to round)")
     parser.add_argument("--output", type=Path, default=None)
     return parser.parse_args(argv)
 
@@ -282,7 +297,7 @@ def main(argv=None):
         print_collection_vs_setup(result)
         results.append(result)
     for hosts in [] if args.no_audit else args.hosts:
-        result = audit_bench(hosts, args.rounds, args.task_times, args.realdata, args.compare_tree)
+        result = audit_bench(hosts, args.rounds, args.task_times, args.realdata, args.compare_tree, args.store_off)
         result["load_at_start"] = load
         result["load_at_end"] = os.getloadavg()
         print_audit(result)

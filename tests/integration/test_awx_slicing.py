@@ -10,6 +10,7 @@ import sys
 
 import yaml
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
 from tests.support.postgres import postgres_cluster  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
 
@@ -48,6 +49,7 @@ def audit_command(report_dir, *extra):
 
 
 def read_report(folder):
+    """The report as in memory (report.json 1.3 implies a finding's host and severity: report_format.expanded)."""
     with open(os.path.join(folder, "report.json"), encoding="utf-8") as stream:
         return expanded(json.load(stream))
 
