@@ -12,7 +12,6 @@ import yaml
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
 from tests.support.postgres import postgres_cluster  # noqa: F401 pylint: disable=unused-import
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
