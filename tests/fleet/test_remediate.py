@@ -79,9 +79,11 @@ def test_a_host_lost_mid_run_does_not_stop_the_others_and_is_reported(fresh_flee
     fresh_fleet.recreate()
     report_dir = tempfile.mkdtemp(prefix="remediate-")
     process = remediate(fresh_fleet, report_dir, extra=["-e", "gpufleet_remediation_batch_size=1"])
-    # once the first audit is written, fleet-04 goes away before its batch comes
+    # once the first audit is written (its run folder exists from the start, report.json comes last), fleet-04
+    # goes away before its batch comes
     deadline = time.time() + 300
-    while time.time() < deadline and not any(name.endswith("-before") for name in os.listdir(report_dir)):
+    while time.time() < deadline and not any(name.endswith("-before") and os.path.exists(os.path.join(report_dir, name, "report.json"))
+                                             for name in os.listdir(report_dir)):
         time.sleep(0.2)
     fresh_fleet.ssh("fleet-04", "systemctl poweroff --no-block")
     rc, output = finish(process)
