@@ -24,7 +24,8 @@ CONTROLLER = "fleet-01"
 CONTRIB = os.path.join(ROOT, "contrib", "systemd")
 REPORT_ROOT = "/var/lib/gpufleet/reports"
 TIMER_DROPIN = "[Timer]\nOnCalendar=\nOnActiveSec=2\nRandomizedDelaySec=0\n"
-SERVICE_DROPIN = "[Service]\nUser=root\nGroup=root\n"
+# the service runs as root and, for a checkout under /tmp (which the unit's PrivateTmp= would hide), with the shared /tmp
+SERVICE_DROPIN = "[Service]\nUser=root\nGroup=root\n" + ("PrivateTmp=no\n" if ROOT.startswith("/tmp/") else "")
 WAIT_S = 420
 
 
