@@ -19,7 +19,6 @@ strategy loads every task's action class there (action_loader.get(..., class_onl
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
 import os
 import time
 
@@ -33,10 +32,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.bmc_lan import LAN_D
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import DeadlineHost, LiveHost
 from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import collection_status
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import (
-    FACTS_MODE, facts_file_names, file_mode, write_atomically)
+    FACTS_FILE_KEY, facts_file_names, write_facts_file)
 
-# the result's key naming the facts file written here, relative to the run folder (audit_run.host_status reads it)
-FACTS_FILE_KEY = "gpufleet_facts_file"
 # options only this action reads; removed from the module's arguments (the module documents them)
 ACTION_SPEC = {
     "not_audited_msg": {"type": "str"},
@@ -61,19 +58,13 @@ def split_args(args):
     return action_args, module_args
 
 
-def facts_content(facts):
-    """A facts file's text, as audit_run.host_status writes it: compact, keys sorted."""
-    return json.dumps(facts, sort_keys=True, separators=(",", ":")) + "\n"
-
-
-def write_facts_file(run_dir, host, hosts, facts):
-    """Write run_dir/facts/<name>.json (name from report_writer.facts_file_names over every host of the play) with
-    the facts files' mode; returns its path relative to run_dir."""
+def write_host_facts(run_dir, host, hosts, facts):
+    """Write run_dir/facts/<name>.json (name from report_writer.facts_file_names over every host of the play), as
+    audit_run.host_status would; returns its path relative to run_dir."""
     name = facts_file_names(hosts)[host] if host in hosts else facts_file_names([host])[host]
     facts_dir = os.path.join(run_dir, "facts")
     os.makedirs(facts_dir, exist_ok=True)
-    path = os.path.join(facts_dir, "%s.json" % name)
-    write_atomically(path, facts_content(facts), durable=False, mode=file_mode(FACTS_MODE), umask_applied=True)
+    write_facts_file(os.path.join(facts_dir, "%s.json" % name), facts)
     return "facts/%s.json" % name
 
 
@@ -173,7 +164,7 @@ class ActionModule(ActionBase):
         host = task_vars["inventory_hostname"]
         hosts = task_vars.get("ansible_play_hosts_all") or [host]
         try:
-            result[FACTS_FILE_KEY] = write_facts_file(run_dir, host, hosts, result["ansible_facts"]["gpufleet"])
+            result[FACTS_FILE_KEY] = write_host_facts(run_dir, host, hosts, result["ansible_facts"]["gpufleet"])
         except (OSError, ValueError) as exc:
             # the controller writes it with the reports instead (audit_run.host_status)
             result.setdefault("warnings", []).append("facts file not written in the worker: %s" % exc)

@@ -145,10 +145,7 @@ bmc:
 
 from ansible.module_utils.basic import AnsibleModule
 
-# read_lan_bmc, RedfishClient and read_redfish_bmc are named here too: the tests and older callers import them
-# from this module (the gpu_facts action plugin reads a BMC over LAN through the same bmc_lan code)
-from ansible_collections.gpufleet.core.plugins.module_utils.bmc_lan import (  # noqa: F401 pylint: disable=unused-import
-    RedfishClient, read_bmc_over_lan, read_lan_bmc, read_redfish_bmc)
+from ansible_collections.gpufleet.core.plugins.module_utils.bmc_lan import read_bmc_over_lan
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import module_host
 
 

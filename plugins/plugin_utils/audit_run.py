@@ -10,7 +10,6 @@ __metaclass__ = type
 import contextlib
 import datetime
 import gc
-import json
 import os
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.correlate import correlate
@@ -23,7 +22,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import record_run
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import (
-    FACTS_MODE, facts_file_names, file_mode, write_atomically, write_reports)
+    FACTS_FILE_KEY, FACTS_MODE, facts_file_names, file_mode, write_atomically, write_facts_file, write_reports)
 
 TOOL_VERSION = VERSION
 # a rule of the run, not of the facts: listed in rules_run only when the policy accepts unreachable hosts
@@ -34,8 +33,6 @@ UNREACHABLE_RULE = UNREACHABLE.id
 VERDICT_OK = "ok"
 VERDICT_FAIL = "fail"
 VERDICT_NOT_AUDITED = "not_audited"
-# a registered result's key naming the facts file the worker already wrote (relative to the run folder)
-FACTS_FILE_KEY = "gpufleet_facts_file"
 
 
 def utc_now():
@@ -69,10 +66,7 @@ def host_status(host, result, facts_dir, file_name=None, facts_mode=None):
     if written is not None:
         return {"status": "ok", "facts_file": written, "message": None}, facts
     path = os.path.join(facts_dir, "%s.json" % (file_name or facts_file_names([host])[host]))
-    # compact: indenting makes the encoder several times slower, and a fleet writes thousands of these
-    # (jq . facts/<host>.json reads one); no fsync per file, the reports written after them are durable
-    write_atomically(path, json.dumps(facts, sort_keys=True, separators=(",", ":")) + "\n", durable=False,
-                     mode=file_mode(FACTS_MODE) if facts_mode is None else facts_mode, umask_applied=True)
+    write_facts_file(path, facts, facts_mode)
     return {"status": "ok", "facts_file": os.path.join("facts", os.path.basename(path)), "message": None}, facts
 
 

@@ -30,6 +30,8 @@ LATEST_PARTIAL = "latest-partial"
 # requested permissions; the umask takes away from them (see file_mode)
 REPORT_MODE = 0o666
 FACTS_MODE = 0o640
+# a registered gpu_facts result's key naming the facts file its worker already wrote, relative to the run folder
+FACTS_FILE_KEY = "gpufleet_facts_file"
 MAX_RUN_DIR_ATTEMPTS = 1000
 
 
@@ -184,6 +186,19 @@ def hashed_file_name(host):
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:HASH_LENGTH]
     readable = _UNSAFE_CHARACTERS.sub("_", text.lower())[:HASHED_PREFIX_MAX].lstrip(".") or "host"
     return "%s-%s" % (readable, digest)
+
+
+def facts_file_text(facts):
+    """A facts file's text: compact, keys sorted (indenting makes the encoder several times slower, and a fleet
+    writes thousands of these; jq . facts/<host>.json reads one)."""
+    return json.dumps(facts, sort_keys=True, separators=(",", ":")) + "\n"
+
+
+def write_facts_file(path, facts, mode=None):
+    """One host's facts file at path with the facts files' mode (file_mode(FACTS_MODE), read here when not
+    given); no fsync per file: the reports written after them are durable."""
+    write_atomically(path, facts_file_text(facts), durable=False,
+                     mode=file_mode(FACTS_MODE) if mode is None else mode, umask_applied=True)
 
 
 def facts_file_names(hosts):

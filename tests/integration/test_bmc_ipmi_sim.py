@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import LiveHost, run_bounded
-from ansible_collections.gpufleet.core.plugins.modules.bmc_facts import read_lan_bmc
+from ansible_collections.gpufleet.core.plugins.module_utils.bmc_lan import read_lan_bmc
 from tests.support import ipmi_sim
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
 

@@ -176,13 +176,13 @@ def no_history(_connection, _report, _facts_by_host, _previous_run, _counters):
 
 def write_facts_files(report, facts_by_host, folder):
     """facts/<name>.json of every host whose facts the slices stored, as the slices wrote them."""
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import FACTS_MODE, write_atomically
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import (
+        FACTS_MODE, facts_file_text, write_atomically)
     os.makedirs(os.path.join(folder, "facts"), exist_ok=True)
     for host, entry in report["hosts"].items():
         if facts_by_host.get(host) is not None and entry.get("facts_file"):
             write_atomically(os.path.join(folder, "facts", os.path.basename(entry["facts_file"])),
-                             json.dumps(facts_by_host[host], sort_keys=True, separators=(",", ":")) + "\n",
-                             durable=False, mode=FACTS_MODE)
+                             facts_file_text(facts_by_host[host]), durable=False, mode=FACTS_MODE)
         elif entry.get("facts_file"):
             entry["facts_file"] = None
 

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from ansible_collections.gpufleet.core.plugins.modules.bmc_facts import RedfishClient, read_redfish_bmc
+from ansible_collections.gpufleet.core.plugins.module_utils.bmc_lan import RedfishClient, read_redfish_bmc
 from tests.support.redfish_samples import POWER, THERMAL
 
 USER, PASSWORD = "audit", "rf-Secret-42"
