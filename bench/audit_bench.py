@@ -123,6 +123,12 @@ def check_audit(workdir, hosts):
             "expected_hosts": hosts}
 
 
+def latest_store(workdir):
+    """"<status> <engine>" of the store section of the newest report.json ("off" without a store)."""
+    store = json.loads((workdir / "reports" / "latest" / "report.json").read_text(encoding="utf-8")).get("store") or {}
+    return "%s %s" % (store.get("status"), str(store.get("url") or "").split(":", 1)[0])
+
+
 def median(values):
     return statistics.median(values) if values else None
 
@@ -130,35 +136,60 @@ def median(values):
 STORE_OFF = ("-e", "gpufleet_store=false")
 
 
-def audit_bench(hosts, rounds, task_times=False, realdata=None, compare_tree=None, store_off=False):
+def audit_bench(hosts, rounds, task_times=False, realdata=None, compare_tree=None, store_off=False, postgresql=False):
     """compare_tree: another checkout of the collection (an earlier commit, from `git archive`) whose
     audit.yml runs in the same rounds as audit_other. store_off: audit.yml with `-e gpufleet_store=false`
     also runs in every round (audit_other), for the store's overhead on the whole audit; the reports
     folder, and so the default SQLite store in it, is then kept from round to round, as a daily audit
-    keeps it."""
+    keeps it. postgresql: audit.yml into a PostgreSQL store (a server started here as the tests start one,
+    tests/support/postgres.py) also runs in every round (audit_postgresql)."""
     smi_path, corpus_note = smi_input(realdata)
     xml_text = eight_gpu_xml(smi_path.read_text(encoding="utf-8"))
     workdir = Path(tempfile.mkdtemp(prefix="gpufleet-audit-bench-"))
     trees = {"ping": REPO, "audit": REPO}
+    extra = {}
     if compare_tree or store_off:
         trees["audit_other"] = compare_tree or REPO
+        extra["audit_other"] = STORE_OFF if store_off else ()
+    cluster = None
     try:
+        if postgresql:
+            cluster = postgres_cluster()
+            trees["audit_postgresql"] = REPO
+            extra["audit_postgresql"] = ("-e", "gpufleet_store_url=%s" % cluster.new_database())
         write_fleet(workdir, hosts, xml_text)
         runs = {name: [] for name in trees}
+        store_status = {}
         for index in range(rounds):
             shift = index % len(trees)
             names = list(trees)
             for name in names[shift:] + names[:shift]:
                 playbook = workdir / "ping.yml" if name == "ping" else trees[name] / "audit.yml"
                 runs[name].append(run_playbook(workdir, playbook, task_times and name != "ping", trees[name],
-                                               STORE_OFF if store_off and name == "audit_other" else ()))
-            if index == 0:
-                audit_check = check_audit(workdir, hosts)
-            if not store_off:
+                                               extra.get(name, ())))
+                if index == 0 and name == "audit":
+                    audit_check = check_audit(workdir, hosts)
+                if index == 0 and name != "ping":
+                    store_status[name] = latest_store(workdir)
+            if not (store_off or postgresql):
                 shutil.rmtree(workdir / "reports", ignore_errors=True)
+        audit_check["store"] = store_status
         return summarize(hosts, rounds, runs, audit_check, smi_path, corpus_note)
     finally:
+        if cluster is not None:
+            cluster.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def postgres_cluster():
+    sys.path.insert(0, str(REPO))
+    from tests.support.postgres import Cluster, missing_reason  # pylint: disable=import-outside-toplevel
+    reason = missing_reason()
+    if reason:
+        raise SystemExit("--postgresql: %s" % reason)
+    cluster = Cluster()
+    cluster.start()
+    return cluster
 
 
 def summarize(hosts, rounds, runs, audit_check, smi_path, corpus_note):
@@ -177,6 +208,11 @@ def summarize(hosts, rounds, runs, audit_check, smi_path, corpus_note):
             result[clock].update(other_median=median([run[clock] for run in runs["audit_other"]]),
                                  other_ratio_median=median(other), other_ratios=other,
                                  audit_other_median=median(audit_other), audit_other_ratios=audit_other)
+        if "audit_postgresql" in runs:
+            against = runs.get("audit_other") or runs["audit"]
+            postgresql = [run[clock] / other_run[clock] for run, other_run in zip(runs["audit_postgresql"], against)]
+            result[clock].update(postgresql_median=median([run[clock] for run in runs["audit_postgresql"]]),
+                                 postgresql_other_median=median(postgresql), postgresql_other_ratios=postgresql)
     return result
 
 
@@ -190,6 +226,9 @@ def print_audit(result):
     print("   audit reported %d of %d hosts, %d ok, %d findings (rules: %s)"
           % (check["hosts_in_report"], check["expected_hosts"], check["hosts_ok"], check["findings"],
              ", ".join(check["rules"])))
+    if check.get("store"):
+        print("   store of each audit's first run: %s" % ", ".join(
+            "%s %s" % (name, status) for name, status in sorted(check["store"].items())))
     for clock, label in (("wall_s", "wall-clock s"), ("cpu_s", "CPU s (process tree)")):
         row = result[clock]
         print("   %-22s ping %8.2f   audit %8.2f   ratio audit/ping %.2f (per round: %s)"
@@ -201,6 +240,11 @@ def print_audit(result):
                      " ".join("%.2f" % ratio for ratio in row["other_ratios"])))
             print("   %-22s                 ratio audit/other %.3f (per round: %s)"
                   % (label, row["audit_other_median"], " ".join("%.3f" % ratio for ratio in row["audit_other_ratios"])))
+        if "postgresql_median" in row:
+            print("   %-22s                 audit into PostgreSQL %8.2f   ratio to %s %.3f (per round: %s)"
+                  % (label, row["postgresql_median"], "other" if "other_median" in row else "audit",
+                     row["postgresql_other_median"],
+                     " ".join("%.3f" % ratio for ratio in row["postgresql_other_ratios"])))
     for name in ("audit", "audit_other"):
         for run in result["runs"].get(name, []):
             if "task_times" in run:
@@ -283,6 +327,9 @@ def parse_args(argv):
     parser.add_argument("--store-off", action="store_true",
                         help="also run audit.yml with -e gpufleet_store=false in every round (other: the store's "
                              "overhead on the whole audit; the store is kept from round to round)")
+    parser.add_argument("--postgresql", action="store_true",
+                        help="also run audit.yml into a PostgreSQL store started here (Debian's postgresql package) "
+                             "in every round")
     parser.add_argument("--output", type=Path, default=None)
     return parser.parse_args(argv)
 
@@ -297,7 +344,8 @@ def main(argv=None):
         print_collection_vs_setup(result)
         results.append(result)
     for hosts in [] if args.no_audit else args.hosts:
-        result = audit_bench(hosts, args.rounds, args.task_times, args.realdata, args.compare_tree, args.store_off)
+        result = audit_bench(hosts, args.rounds, args.task_times, args.realdata, args.compare_tree, args.store_off,
+                             args.postgresql)
         result["load_at_start"] = load
         result["load_at_end"] = os.getloadavg()
         print_audit(result)

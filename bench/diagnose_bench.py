@@ -37,6 +37,7 @@ import pynvml  # noqa: E402
 
 from ansible_collections.gpufleet.core.plugins.module_utils.collector import Collection  # noqa: E402
 from ansible_collections.gpufleet.core.plugins.plugin_utils import audit_run, report_writer  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import collection_status  # noqa: E402
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import policy_from_vars  # noqa: E402
 
 DEMO = REPO / "inventories" / "demo"
@@ -304,18 +305,22 @@ def output_sizes(run_dir, paths):
 
 
 def prewrite_facts_files(results, run_dir):
-    """What the per-host gpu_facts action does in the Ansible worker as each result arrives: write
-    facts/<host>.json (here through run_audit's own host_status, so the same bytes) and name it in the
-    result as gpufleet_facts_file. Returns (results that name their files, CPU s, wall s)."""
-    facts_dir = os.path.join(run_dir, "facts")
-    os.makedirs(facts_dir, exist_ok=True)
+    """What the per-host gpu_facts action does in the Ansible worker as each result arrives, by its own
+    function (plugins/action/gpu_facts.write_host_facts): write facts/<host>.json, name it in the result as
+    gpufleet_facts_file and add the run store's extract (gpufleet_store_extract). The play's file names are
+    computed once here (each worker computes them for its host). Returns (results that name their files,
+    CPU s, wall s)."""
+    from ansible_collections.gpufleet.core.plugins.action.gpu_facts import write_host_facts
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import STORE_EXTRACT_KEY
     names = report_writer.facts_file_names(sorted(results))
-    mode = report_writer.file_mode(report_writer.FACTS_MODE)
     named = {}
     wall, cpu = time.perf_counter(), time.process_time()
     for host, result in results.items():
-        entry, _facts = audit_run.host_status(host, result, facts_dir, names[host], mode)
-        named[host] = dict(result, **{audit_run.FACTS_FILE_KEY: entry["facts_file"]}) if entry["facts_file"] else result
+        if collection_status(result) != "ok":
+            named[host] = result
+            continue
+        written, extract = write_host_facts(run_dir, names[host], result["ansible_facts"]["gpufleet"])
+        named[host] = dict(result, **{audit_run.FACTS_FILE_KEY: written, STORE_EXTRACT_KEY: extract})
     return named, time.process_time() - cpu, time.perf_counter() - wall
 
 

@@ -33,9 +33,11 @@ for entry in (str(REPO), str(REPO / "collections")):
         sys.path.insert(0, entry)
 
 # pylint: disable=wrong-import-position
-from diagnose_bench import build_fleet, load_templates  # noqa: E402
+from diagnose_bench import build_fleet, load_templates, prewrite_facts_files  # noqa: E402
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils import audit_run  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.plugin_utils import audit_run, report_writer  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import collection_status  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import host_extract  # noqa: E402
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report  # noqa: E402
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store import changes as change_set  # noqa: E402
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import make_engine  # noqa: E402
@@ -87,11 +89,16 @@ class StoreTimer:
         audit_run.record_run = self.original
 
 
-def audit_seconds(results, policies, folder, started_at, store, cpu=None):
+def audit_seconds(results, policies, folder, started_at, store, cpu=None, worker_cpu=None):
     """Wall seconds of one run_audit (and its CPU seconds appended to cpu when given: this process only, so
-    a PostgreSQL server's own work is in the wall time, not in the CPU time). Each audit starts after a full
-    garbage collection, so none pays for the garbage of the one before."""
+    a PostgreSQL server's own work is in the wall time, not in the CPU time). As in the audit, the facts files
+    and the store's extracts are made first, as the gpu_facts action makes them in each host's worker (untimed
+    here; their CPU seconds appended to worker_cpu). Each audit starts after a full garbage collection, so none
+    pays for the garbage of the one before."""
     run_dir = tempfile.mkdtemp(prefix="run-", dir=folder)
+    results, prewrite_cpu, _wall = prewrite_facts_files(results, run_dir)
+    if worker_cpu is not None:
+        worker_cpu.append(prewrite_cpu)
     gc.collect()
     wall, used = time.perf_counter(), time.process_time()
     report, _paths, _lines = audit_run.run_audit(results, policies, run_dir, folder, started_at, store=store)
@@ -100,6 +107,21 @@ def audit_seconds(results, policies, folder, started_at, store, cpu=None):
         cpu.append(time.process_time() - used)
     shutil.rmtree(run_dir, ignore_errors=True)
     return seconds, report
+
+
+def extract_cpu(results):
+    """CPU seconds of the store's extracts of every host (the worker's share of the store), best of 3: the facts
+    file's text is made for the file either way."""
+    texts = [(report_writer.facts_file_text(result["ansible_facts"]["gpufleet"]), result["ansible_facts"]["gpufleet"])
+             for result in results.values() if collection_status(result) == "ok"]
+    best = None
+    for _round in range(3):
+        used = time.process_time()
+        for text, facts in texts:
+            host_extract(text, facts)
+        used = time.process_time() - used
+        best = used if best is None else min(best, used)
+    return best
 
 
 def overhead(rounds, work, postgres_url):
@@ -116,19 +138,22 @@ def overhead(rounds, work, postgres_url):
     times = {"none": []}
     times.update({name: [] for name in stores})
     cpu = {name: [] for name in times}
-    status, record = {}, {name: [] for name in stores}
+    status, record, worker = {}, {name: [] for name in stores}, []
     for number in range(rounds):
         started_at = iso(start + datetime.timedelta(days=number + 1))
         for name in ["none"] + list(stores):
             with StoreTimer() as timer:
-                seconds, report = audit_seconds(results, policies, work, started_at, stores.get(name), cpu[name])
+                seconds, report = audit_seconds(results, policies, work, started_at, stores.get(name), cpu[name],
+                                                worker)
             times[name].append(seconds)
             record.get(name, []).extend(timer.seconds)
             status[name] = (report.get("store") or {}).get("status", "none")
     result = {"hosts": OVERHEAD_HOSTS, "gpus_per_host": 8, "rounds": rounds, "store_status": status,
               "seconds": {name: [round(value, 3) for value in values] for name, values in times.items()},
               "cpu_seconds": {name: [round(value, 3) for value in values] for name, values in cpu.items()},
-              "record_run_cpu_seconds": {name: [round(value, 3) for value in values] for name, values in record.items()}}
+              "record_run_cpu_seconds": {name: [round(value, 3) for value in values] for name, values in record.items()},
+              "worker_ms_per_host": round(1e3 * statistics.median(worker) / OVERHEAD_HOSTS, 3),
+              "extract_ms_per_host": round(1e3 * extract_cpu(results) / OVERHEAD_HOSTS, 3)}
     for name in stores:
         ratios = [with_store / without for with_store, without in zip(times[name], times["none"])]
         result["ratio_" + name] = round(statistics.median(ratios), 3)
@@ -285,6 +310,10 @@ def print_overhead(result, flush=False):
     for name, values in over.get("record_run_cpu_seconds", {}).items():
         print("   the store's own step (record_run), %-10s %s s CPU: %.3f of the audit without a store (medians)" % (
             name, " ".join("%.2f" % value for value in values), over["record_run_share_" + name]), flush=flush)
+    if "worker_ms_per_host" in over:
+        print("   in each host's worker (the gpu_facts action, untimed above): facts file and store extract %.3f ms CPU a "
+              "host, of which the store's extract %.3f ms" % (over["worker_ms_per_host"], over["extract_ms_per_host"]),
+              flush=flush)
     for name in ("sqlite", "postgresql"):
         if "ratio_" + name in over:
             print("   with %-10s / without: %.3f wall, %s CPU (median of paired rounds; CPU: this process only)" % (

@@ -10,7 +10,8 @@ not audited, as gpufleet.core.audit_verdict does (exit status 4); else the modul
 inventory gives the host's BMC (bmc_address) the BMC is read over LAN from the controller, in this worker, by the
 code of the bmc_facts module, and replaces the in-band bmc facts; with run_dir the host's facts file
 (facts/<name>.json) is written here, as soon as its result arrives, and named in the result (gpufleet_facts_file),
-so that audit_report does not write it again.
+so that audit_report does not write it again, with what the run store keeps of the host (gpufleet_store_extract:
+the facts file compressed, the GPUs' error counters; plugin_utils/store/extract.py), so that the store only inserts.
 
 The imports below are loaded once, in the controller's main process, before the workers fork: the linear
 strategy loads every task's action class there (action_loader.get(..., class_only=True)).
@@ -32,7 +33,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.bmc_lan import LAN_D
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import DeadlineHost, LiveHost
 from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import collection_status
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import (
-    FACTS_FILE_KEY, facts_file_names, write_facts_file)
+    FACTS_FILE_KEY, facts_file_names, facts_file_text, write_facts_file)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import STORE_EXTRACT_KEY, host_extract
 
 # options only this action reads; removed from the module's arguments (the module documents them)
 ACTION_SPEC = {
@@ -58,14 +60,19 @@ def split_args(args):
     return action_args, module_args
 
 
-def write_host_facts(run_dir, host, hosts, facts):
-    """Write run_dir/facts/<name>.json (name from report_writer.facts_file_names over every host of the play), as
-    audit_run.host_status would; returns its path relative to run_dir."""
-    name = facts_file_names(hosts)[host] if host in hosts else facts_file_names([host])[host]
+def facts_file_name(host, hosts):
+    """The host's facts file name (without .json) among every host of the play, as audit_run names it."""
+    return facts_file_names(hosts)[host] if host in hosts else facts_file_names([host])[host]
+
+
+def write_host_facts(run_dir, name, facts):
+    """Write run_dir/facts/<name>.json as audit_run.host_status would; returns (its path relative to run_dir, the
+    run store's extract of the host, store/extract.py)."""
     facts_dir = os.path.join(run_dir, "facts")
     os.makedirs(facts_dir, exist_ok=True)
-    write_facts_file(os.path.join(facts_dir, "%s.json" % name), facts)
-    return "facts/%s.json" % name
+    text = facts_file_text(facts)
+    write_facts_file(os.path.join(facts_dir, "%s.json" % name), facts, text=text)
+    return "facts/%s.json" % name, host_extract(text, facts)
 
 
 def scrubbed(text, secret):
@@ -130,6 +137,8 @@ class ActionModule(ActionBase):
         wrap_async = self._task.async_val
         result = merge_hash(result, self._execute_module(module_args=module_args, task_vars=task_vars,
                                                          wrap_async=wrap_async))
+        for key in (FACTS_FILE_KEY, STORE_EXTRACT_KEY):  # this action's keys, never a host's
+            result.pop(key, None)
         if not wrap_async:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         if wrap_async or "ansible_facts" not in result or "gpufleet" not in result["ansible_facts"]:
@@ -164,7 +173,8 @@ class ActionModule(ActionBase):
         host = task_vars["inventory_hostname"]
         hosts = task_vars.get("ansible_play_hosts_all") or [host]
         try:
-            result[FACTS_FILE_KEY] = write_host_facts(run_dir, host, hosts, result["ansible_facts"]["gpufleet"])
+            result[FACTS_FILE_KEY], result[STORE_EXTRACT_KEY] = write_host_facts(
+                run_dir, facts_file_name(host, hosts), result["ansible_facts"]["gpufleet"])
         except (OSError, ValueError) as exc:
             # the controller writes it with the reports instead (audit_run.host_status)
             result.setdefault("warnings", []).append("facts file not written in the worker: %s" % exc)

@@ -189,6 +189,10 @@ options:
         M(gpufleet.core.audit_report) names it, among the play's hosts) as soon as the host's result arrives, and the
         result names the file in C(gpufleet_facts_file) (relative to O(run_dir)), so the report does not write it
         again. The folder must exist (the audit creates it before collecting).
+      - With the file, the result carries C(gpufleet_store_extract), what the run store keeps of the host (the
+        facts file zlib-compressed, in base64, and each GPU's cumulative error counters), made in the same worker
+        so that the audit's store transaction only inserts. The audit ignores both keys when a host's module
+        returns them itself.
     type: path
   bmc_address:
     description:

@@ -20,6 +20,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.collection_version i
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import rule_declaration, severity_rank
 from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import collection_status, summary_line
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import STORE_EXTRACT_KEY
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import record_run
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import (
     FACTS_FILE_KEY, FACTS_MODE, facts_file_names, file_mode, write_atomically, write_facts_file, write_reports)
@@ -50,6 +51,14 @@ def prewritten_facts_file(result, facts_dir):
     if not name or "/" in name or name.startswith(".") or not os.path.isfile(os.path.join(facts_dir, name)):
         return None
     return relative
+
+
+def worker_extracts(results, statuses):
+    """{host: the store extract (store/extract.py)} of the hosts whose facts file the worker wrote: the extract
+    was made from that file's text, in the same worker."""
+    return {host: results[host][STORE_EXTRACT_KEY] for host, entry in statuses.items()
+            if entry["facts_file"] and STORE_EXTRACT_KEY in (results.get(host) or {})
+            and results[host].get(FACTS_FILE_KEY) == entry["facts_file"]}
 
 
 def host_status(host, result, facts_dir, file_name=None, facts_mode=None):
@@ -222,7 +231,8 @@ def _run_audit(results, host_policies, run_dir, report_root, started_at, fail_se
         report["summary"]["failed_threshold"] = False
         report["run"]["fail_severity"] = NO_FAILURE
     if store is not None:
-        record_run(store, report, facts_by_host, host_policies, run_dir=run_dir)
+        record_run(store, report, facts_by_host, host_policies, run_dir=run_dir,
+                   extracts=worker_extracts(results, statuses))
     lines = [summary_line(host, results[host]) for host in sorted(results)]
     write_atomically(os.path.join(run_dir, "hosts.txt"), "\n".join(lines) + "\n")
     paths = write_reports(report, run_dir, report_root)

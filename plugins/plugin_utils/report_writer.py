@@ -194,10 +194,11 @@ def facts_file_text(facts):
     return json.dumps(facts, sort_keys=True, separators=(",", ":")) + "\n"
 
 
-def write_facts_file(path, facts, mode=None):
+def write_facts_file(path, facts, mode=None, text=None):
     """One host's facts file at path with the facts files' mode (file_mode(FACTS_MODE), read here when not
-    given); no fsync per file: the reports written after them are durable."""
-    write_atomically(path, facts_file_text(facts), durable=False,
+    given); text: facts_file_text(facts) when the caller has it already. No fsync per file: the reports
+    written after them are durable."""
+    write_atomically(path, facts_file_text(facts) if text is None else text, durable=False,
                      mode=file_mode(FACTS_MODE) if mode is None else mode, umask_applied=True)
 
 

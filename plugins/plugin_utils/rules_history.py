@@ -43,7 +43,7 @@ class HistoryContext:
     """One host now and then: its facts, the baseline's facts (drift) or the GPUs' previous counters
     (trends), the policy, and where the baseline came from."""
 
-    __slots__ = ("host", "facts", "before", "baseline", "policy", "counters", "current", "_pairs", "rule")
+    __slots__ = ("host", "facts", "before", "baseline", "policy", "counters", "current", "_pairs", "_grown", "rule")
 
     def __init__(self, host, facts, before=None, baseline=None, policy=None, counters=None, current=None):
         self.host = host
@@ -54,6 +54,7 @@ class HistoryContext:
         self.counters = counters or {}
         self.current = current  # {gpu key: (gpu, counters now)} (store.counters.host_counters)
         self._pairs = None
+        self._grown = None
         self.rule = None
 
     def counter_pairs(self):
@@ -63,16 +64,29 @@ class HistoryContext:
             from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import host_counters
             current = self.current if self.current is not None else host_counters(self.facts)
             now = self.facts.get("collected_at")
-            pairs, days_since = [], {}
+            pairs, days_since, by_key = [], {}, None
             for key, (gpu, counters) in current.items():
                 previous = self.counters.get(key)
                 if previous is None:
                     continue
+                if gpu is None:  # counters from the worker's extract: the GPU found by its key
+                    if by_key is None:
+                        by_key = {gpu_key(each): each for each in gpus(self.facts)}
+                    gpu = by_key.get(key) or {}
                 if previous.observed_at not in days_since:
                     days_since[previous.observed_at] = elapsed_days(now, previous.observed_at)
                 pairs.append((gpu, counters, previous, days_since[previous.observed_at]))
             self._pairs = pairs
         return self._pairs
+
+    def grown(self):
+        """The counters that grew on any of the host's GPUs since the previous run (usually none)."""
+        if self._grown is None:
+            self._grown = {counter for _gpu, counters, previous, _days in self.counter_pairs()
+                           for counter, after in counters.items()
+                           if after is not None and getattr(previous, counter, None) is not None
+                           and after > getattr(previous, counter)}
+        return self._grown
 
     def finding(self, gpu, summary, evidence, action, severity=None):
         return self.rule.finding(self.host, gpu, summary, evidence, action, severity)
@@ -225,7 +239,7 @@ def growth(ctx, counter, label, threshold_key, action):
     """Findings for GPUs whose cumulative counter grew faster than trends.<threshold_key> per day."""
     trends = ctx.policy.get("trends") or {}
     limit = trends.get(threshold_key)
-    if limit is None:
+    if limit is None or counter not in ctx.grown():
         return []
     found = []
     for gpu, counters, previous, days in ctx.counter_pairs():

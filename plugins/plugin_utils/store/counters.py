@@ -9,6 +9,8 @@ __metaclass__ = type
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.identity import gpu_key
 
+COUNTER_COLUMNS = ("ecc_corrected", "retired_pages", "remapped_rows", "pcie_replays", "nvlink_errors")
+
 
 def total(values):
     """The sum of the integers among values (booleans are not counts), None when there is none."""
@@ -51,6 +53,15 @@ def host_counters(facts):
     return found
 
 
-def fleet_counters(facts_by_host):
-    """{host: host_counters(facts)} for the hosts whose facts were read."""
-    return {host: host_counters(facts) for host, facts in facts_by_host.items() if facts is not None}
+def fleet_counters(facts_by_host, extracts=None):
+    """{host: host_counters(facts)} for the hosts whose facts were read; a host's counters come from its worker's
+    extract (store/extract.py) where extracts has one of the right shape, the GPU objects then left None."""
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import extract_counters
+    extracts = extracts or {}
+    found = {}
+    for host, facts in facts_by_host.items():
+        if facts is None:
+            continue
+        counters = extract_counters(extracts[host]) if host in extracts else None
+        found[host] = counters if counters is not None else host_counters(facts)
+    return found

@@ -71,10 +71,12 @@ def facts_gpu_keys(facts_by_host):
     return {host: gpu_keys(facts) for host, facts in facts_by_host.items()}
 
 
-def store_and_compare(url, report, facts_by_host, settings, extend=None, run_dir=None, host_policies=None):
+def store_and_compare(url, report, facts_by_host, settings, extend=None, run_dir=None, host_policies=None,
+                      extracts=None):
     """Opens the store, compares and writes; returns (identified, history, changes, store section).
     extend(connection, report, facts_by_host, previous run row, counters): findings to add before the comparison
-    (drift and trends); it may add them to the report itself."""
+    (drift and trends); it may add them to the report itself. extracts: {host: the worker's store extract}
+    (store/extract.py)."""
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import make_engine
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.identity import identify
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import (
@@ -82,7 +84,7 @@ def store_and_compare(url, report, facts_by_host, settings, extend=None, run_dir
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.schema import ensure_schema
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import apply_retention, scope_key, write_run
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import fleet_counters
-    counters = fleet_counters(facts_by_host)
+    counters = fleet_counters(facts_by_host, extracts)
     engine = make_engine(url)
     try:
         revision = ensure_schema(engine)
@@ -98,7 +100,7 @@ def store_and_compare(url, report, facts_by_host, settings, extend=None, run_dir
                 previous_run.run_id if previous_run is not None else None,
                 lambda identities: finding_documents(connection, previous_run.id, identities))
             run_pk = write_run(connection, report, facts_by_host, identified, history, run_dir=run_dir,
-                               counters_by_host=counters, host_policies=host_policies)
+                               counters_by_host=counters, host_policies=host_policies, extracts=extracts)
             removed = apply_retention(connection, settings.facts_days, settings.runs_days)
     finally:
         engine.dispose()
@@ -109,10 +111,11 @@ def store_and_compare(url, report, facts_by_host, settings, extend=None, run_dir
     return identified, history, changes, section
 
 
-def record_run(settings, report, facts_by_host, host_policies=None, extend=None, run_dir=None):
+def record_run(settings, report, facts_by_host, host_policies=None, extend=None, run_dir=None, extracts=None):
     """Adds "store" and "changes" to the report (and first_seen, runs_open to its findings when the store
     answered), with the drift and trend findings (store/history_findings.py) unless extend says otherwise.
-    Never raises for a store problem."""
+    extracts: {host: the store extract its worker prepared} (store/extract.py), for the hosts whose facts file
+    the worker wrote. Never raises for a store problem."""
     if settings is None or not settings.url:
         report["store"] = {"status": "off", "url": None, "source": "off", "error": None}
         report["changes"] = change_set.unavailable("the store is off")
@@ -122,7 +125,7 @@ def record_run(settings, report, facts_by_host, host_policies=None, extend=None,
         extend = extender(host_policies or {}, settings.groups_of_host)
     try:
         identified, history, changes, section = store_and_compare(settings.url, report, facts_by_host, settings,
-                                                                  extend, run_dir, host_policies)
+                                                                  extend, run_dir, host_policies, extracts)
     except Exception as exc:  # any store failure (driver, server, disk, schema) is reported, never fatal
         message = store_error_text(exc)
         report["store"] = {"status": "failed", "url": redacted(settings.url), "source": settings.source,

@@ -14,8 +14,7 @@ __metaclass__ = type
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import (
     IMPORT_ERROR, BigInteger, Column, ForeignKey, Index, Integer, LargeBinary, MetaData, String, Table, Text)
-
-COUNTER_COLUMNS = ("ecc_corrected", "retired_pages", "remapped_rows", "pcie_replays", "nvlink_errors")
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import COUNTER_COLUMNS
 
 
 def run_reference():

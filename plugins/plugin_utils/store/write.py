@@ -15,6 +15,7 @@ import zlib
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import delete, select
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import fleet_counters
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import compressed_facts, extract_blob
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import (
     BASELINES, CAUSES, COUNTER_COLUMNS, FACTS, FINDINGS, GPU_COUNTERS, HOSTS, RUN_TABLES, RUNS)
 
@@ -34,16 +35,13 @@ def scope_key(run):
     return str(((run.get("scope") or {}).get("pattern")) or UNSCOPED)
 
 
-# zlib level of the stored facts. Measured on 1,000 facts files of 8 GPUs (24.4 KB each; bench/README.md,
-# section 8): level 1 0.067 s and 2,850 bytes a host, level 6 (zlib's default) 0.151 s and 2,499 bytes,
-# level 0 (stored) 0.011 s but 24,442 bytes; a Z_FILTERED or Z_RLE strategy, a larger memLevel or a preset
-# dictionary (another host's facts) gains nothing at level 1 or costs more time.
-FACTS_COMPRESSION = 1
-
-
-def facts_blob(facts, run_dir=None, facts_file=None):
-    """The compressed JSON of a host's facts: the facts file the audit just wrote when there is one (no
-    second serialisation of every host's facts), else the facts encoded here."""
+def facts_blob(facts, run_dir=None, facts_file=None, extract=None):
+    """The compressed JSON of a host's facts: from the worker's extract (store/extract.py) when there is one, else
+    the facts file the audit just wrote (no second serialisation of every host's facts), else the facts encoded
+    here."""
+    blob = extract_blob(extract) if extract is not None else None
+    if blob is not None:
+        return blob
     data = None
     if run_dir and facts_file:
         try:
@@ -53,7 +51,7 @@ def facts_blob(facts, run_dir=None, facts_file=None):
             data = None
     if data is None:
         data = dumps(facts).encode("utf-8", "backslashreplace")
-    return zlib.compress(data, FACTS_COMPRESSION)
+    return compressed_facts(data)
 
 
 def facts_from_blob(blob):
@@ -148,10 +146,11 @@ def finding_rows(run_pk, identified, history, started):
 
 
 def write_run(connection, report, facts_by_host, identified, history, keep_facts=True, run_dir=None,
-              counters_by_host=None, host_policies=None):
+              counters_by_host=None, host_policies=None, extracts=None):
     """Insert the run; identified: [(finding, identity, identity parts)]; history: {identity: (first_seen, runs_open)}.
     run_dir: the run folder, whose facts files (hosts.<host>.facts_file, relative to it) are stored as they
-    are; host_policies: {host: effective policy}, kept in the run record (store/aggregate.py reads them).
+    are; host_policies: {host: effective policy}, kept in the run record (store/aggregate.py reads them);
+    extracts: {host: the worker's store extract} (store/extract.py), whose compressed facts are stored as they are.
     Returns the run's row number."""
     run_pk = insert_run(connection, report, host_policies)
     started = report["run"].get("started_at")
@@ -159,9 +158,10 @@ def write_run(connection, report, facts_by_host, identified, history, keep_facts
         (run_pk, host, entry["status"], entry.get("message"), entry.get("facts_file"))
         for host, entry in report["hosts"].items()])
     if keep_facts:
+        extracts = extracts or {}
         insert_rows(connection, FACTS, FACT_COLUMNS, [
             (run_pk, host, facts.get("collected_at"),
-             facts_blob(facts, run_dir, (report["hosts"].get(host) or {}).get("facts_file")))
+             facts_blob(facts, run_dir, (report["hosts"].get(host) or {}).get("facts_file"), extracts.get(host)))
             for host, facts in facts_by_host.items() if facts is not None])
     insert_rows(connection, FINDINGS, FINDING_COLUMNS, finding_rows(run_pk, identified, history, started))
     insert_rows(connection, CAUSES, CAUSE_COLUMNS, [

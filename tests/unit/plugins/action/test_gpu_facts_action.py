@@ -3,9 +3,11 @@ invalid-policy stop, the BMC read over LAN (a fake ipmitool on PATH answering th
 facts file written as the result arrives, byte for byte as audit_run.host_status writes it - and the run folder
 made before the collection (gpufleet.core.run_folder)."""
 
+import base64
 import copy
 import json
 import os
+import zlib
 
 import pytest
 
@@ -102,6 +104,12 @@ def test_the_facts_file_is_written_as_host_status_writes_it(tmp_path, umask, mas
     # and the controller then takes the worker's file as it is
     status, _facts = audit_run.host_status(HOST, result, str(run_dir / "facts"))
     assert status["facts_file"] == "facts/%s.json" % HOST
+    # with the run store's extract of the same text, made in the worker
+    assert zlib.decompress(base64.b64decode(result["gpufleet_store_extract"]["facts_zlib"])) == written.read_bytes()
+    assert result["gpufleet_store_extract"]["counters"] == {"uuid:GPU-0a": {
+        "ecc_corrected": None, "retired_pages": None, "remapped_rows": None, "pcie_replays": None,
+        "nvlink_errors": None}}
+    assert audit_run.worker_extracts({HOST: result}, {HOST: status}) == {HOST: result["gpufleet_store_extract"]}
 
 
 def test_the_file_name_is_the_one_audit_report_gives_among_the_plays_hosts(tmp_path):
@@ -129,6 +137,22 @@ def test_a_facts_file_that_cannot_be_written_is_left_to_the_controller(tmp_path)
     assert "gpufleet_facts_file" not in result and "failed" not in result
     assert result["ansible_facts"]["gpufleet"] == FACTS
     assert [warning.split(":")[0] for warning in result["warnings"]] == ["facts file not written in the worker"]
+
+
+@pytest.mark.parametrize("args", [{}, {"run_dir": "RUN"}])
+def test_a_hosts_own_facts_file_or_store_extract_keys_are_dropped(tmp_path, args):
+    """A module's result is the host's word: it cannot name a facts file or hand the store an extract."""
+    forged = dict(MODULE_RESULT, gpufleet_facts_file="facts/other.json",
+                  gpufleet_store_extract={"facts_zlib": base64.b64encode(zlib.compress(b"{}")).decode(), "counters": {}})
+    args = {key: str(tmp_path) if value == "RUN" else value for key, value in args.items()}
+    result, _calls = run_action(args, module_result=forged)
+    if args:
+        assert result["gpufleet_facts_file"] == "facts/%s.json" % HOST
+        assert zlib.decompress(base64.b64decode(result["gpufleet_store_extract"]["facts_zlib"])) == (
+            tmp_path / "facts" / ("%s.json" % HOST)).read_bytes()
+    else:
+        assert "gpufleet_facts_file" not in result and "gpufleet_store_extract" not in result
+    assert result["ansible_facts"]["gpufleet"] == FACTS
 
 
 def test_without_run_dir_nothing_is_written(tmp_path, monkeypatch):

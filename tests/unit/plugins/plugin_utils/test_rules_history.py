@@ -10,6 +10,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import RULE
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline import set_baseline
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import make_engine
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import facts_file_text
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import host_extract
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings, record_run
 from tests.support.postgres import postgres_cluster, store_url  # noqa: F401 pylint: disable=unused-import
 from tests.support.store_runs import BUS, gpu_facts, make_run
@@ -36,10 +38,14 @@ def full_facts(collected_at, serials=("S0", "S1"), **counters):
             "xid_events": []}
 
 
-def audit(url, run_id, days_ago, facts_by_host, groups=None, policy=POLICY):
+def audit(url, run_id, days_ago, facts_by_host, groups=None, policy=POLICY, from_worker=False):
+    """from_worker: the counters and compressed facts come from each host's worker extract, as in the audit."""
     report, _facts = make_run(run_id, at(days_ago), {host: [] for host in facts_by_host})
     settings = StoreSettings(url, "test", groups_of_host=groups or {})
-    return record_run(settings, report, copy.deepcopy(facts_by_host), {host: policy for host in facts_by_host})
+    extracts = {host: host_extract(facts_file_text(facts), facts)
+                for host, facts in facts_by_host.items()} if from_worker else None
+    return record_run(settings, report, copy.deepcopy(facts_by_host), {host: policy for host in facts_by_host},
+                      extracts=extracts)
 
 
 def baseline(url, run_id, group="all"):
@@ -127,11 +133,13 @@ def test_no_baseline_no_drift(store_url):
     ("replays", 10, 500, "hardware.pcie_replay_growth"),
     ("nvlink", 0, 40, "hardware.nvlink_error_growth"),
 ])
-def test_counter_growing_fast_is_a_finding(store_url, counter, before, after, rule):
-    audit(store_url, "r1", 2, {"node-1": full_facts(at(2), **{counter: before})})
-    report = audit(store_url, "r2", 1, {"node-1": full_facts(at(1), **{counter: after})})
+@pytest.mark.parametrize("from_worker", [False, True])
+def test_counter_growing_fast_is_a_finding(store_url, counter, before, after, rule, from_worker):
+    audit(store_url, "r1", 2, {"node-1": full_facts(at(2), **{counter: before})}, from_worker=from_worker)
+    report = audit(store_url, "r2", 1, {"node-1": full_facts(at(1), **{counter: after})}, from_worker=from_worker)
     growing = [f for f in report["findings"] if f["rule"] == rule]
     assert len(growing) == 2 and growing[0]["evidence"]["before"] == before
+    assert [f["gpu"] for f in growing] == list(BUS[:2]) and growing[0]["summary"].startswith("GPU")
     assert growing[0]["evidence"]["after"] == after and growing[0]["evidence"]["per_day"] == pytest.approx(after - before)
     assert RULES[rule].layer == "hardware"
 
@@ -147,12 +155,13 @@ def test_slow_growth_and_turned_off_rates_are_not_findings(store_url):
     assert "hardware.retired_pages_growth" not in report["summary"]["by_rule"]
 
 
-def test_xid_rate_counts_events_since_the_previous_run(store_url):
-    audit(store_url, "r1", 2, {"node-1": full_facts(at(2))})
+@pytest.mark.parametrize("from_worker", [False, True])
+def test_xid_rate_counts_events_since_the_previous_run(store_url, from_worker):
+    audit(store_url, "r1", 2, {"node-1": full_facts(at(2))}, from_worker=from_worker)
     facts = full_facts(at(1))
     facts["xid_events"] = [{"xid": 79, "pci_bus_id": BUS[0], "time": at(1.5)} for _event in range(3)] + [
         {"xid": 13, "pci_bus_id": BUS[0], "time": at(3)}]  # older than r1: not counted
-    report = audit(store_url, "r2", 1, {"node-1": facts})
+    report = audit(store_url, "r2", 1, {"node-1": facts}, from_worker=from_worker)
     (finding,) = [f for f in report["findings"] if f["rule"] == "hardware.xid_rate"]
     assert finding["gpu"] == BUS[0] and finding["evidence"]["after"] == 3 and finding["evidence"]["xids"] == [79]
 
