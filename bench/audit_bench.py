@@ -93,17 +93,27 @@ def children_cpu():
     return usage.ru_utime + usage.ru_stime
 
 
+# runs ansible-playbook and writes the largest resident set of its processes (the controller's main process), KiB
+PEAK_RSS_WRAPPER = ("import resource, subprocess, sys\n"
+                    "code = subprocess.call(sys.argv[2:])\n"
+                    "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
+                    "sys.exit(code)\n")
+
+
 def run_playbook(workdir, playbook, task_times=False, tree=REPO, extra=()):
     ansible_playbook = Path(sys.executable).parent / "ansible-playbook"
     env = playbook_env(workdir, task_times, tree)
-    argv = [str(ansible_playbook), "-i", str(workdir / "hosts.yml"), "-f", str(FORKS), str(playbook)] + list(extra)
+    peak_file = workdir / ("peak-rss-%d" % time.monotonic_ns())
+    argv = [sys.executable, "-c", PEAK_RSS_WRAPPER, str(peak_file), str(ansible_playbook), "-i",
+            str(workdir / "hosts.yml"), "-f", str(FORKS), str(playbook)] + list(extra)
     cpu_before = children_cpu()
     started = time.perf_counter()
     completed = subprocess.run(argv, cwd=str(tree), env=env, capture_output=True, text=True, timeout=3600,
                                check=False)
     wall = time.perf_counter() - started
     result = {"rc": completed.returncode, "wall_s": wall, "cpu_s": children_cpu() - cpu_before,
-              "stdout_bytes": len(completed.stdout)}
+              "stdout_bytes": len(completed.stdout),
+              "peak_rss_mib": int(peak_file.read_text()) / 1024.0 if peak_file.is_file() else None}
     if task_times and Path(env["GPUFLEET_TASK_TIMES"]).is_file():
         result["task_times"] = json.loads(Path(env["GPUFLEET_TASK_TIMES"]).read_text(encoding="utf-8"))
     # 0: healthy, 2: findings; anything else means the run did not do what is being measured
@@ -245,6 +255,10 @@ def print_audit(result):
                   % (label, row["postgresql_median"], "other" if "other_median" in row else "audit",
                      row["postgresql_other_median"],
                      " ".join("%.3f" % ratio for ratio in row["postgresql_other_ratios"])))
+    peaks = {name: median([run["peak_rss_mib"] for run in runs if run.get("peak_rss_mib")])
+             for name, runs in result["runs"].items()}
+    print("   peak RSS of the largest process (ansible-playbook's controller), MiB, median: %s" % ", ".join(
+        "%s %.0f" % (name, peak) for name, peak in peaks.items() if peak))
     for name in ("audit", "audit_other"):
         for run in result["runs"].get(name, []):
             if "task_times" in run:
