@@ -11,7 +11,8 @@ inventory gives the host's BMC (bmc_address) the BMC is read over LAN from the c
 code of the bmc_facts module, and replaces the in-band bmc facts; with run_dir the host's facts file
 (facts/<name>.json) is written here, as soon as its result arrives, and named in the result (gpufleet_facts_file),
 so that audit_report does not write it again, with what the run store keeps of the host (gpufleet_store_extract:
-the facts file compressed, the GPUs' error counters; plugin_utils/store/extract.py), so that the store only inserts.
+the facts file compressed, the GPUs' error counters; plugin_utils/store/extract.py), so that the store only inserts;
+with keep_facts=false the facts then leave the result (the file holds them).
 
 The imports below are loaded once, in the controller's main process, before the workers fork: the linear
 strategy loads every task's action class there (action_loader.get(..., class_only=True)).
@@ -40,6 +41,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import
 ACTION_SPEC = {
     "not_audited_msg": {"type": "str"},
     "run_dir": {"type": "path"},
+    "keep_facts": {"type": "bool", "default": True},
     "bmc_address": {"type": "str"},
     "bmc_user": {"type": "str"},
     "bmc_password": {"type": "str", "no_log": True},
@@ -148,6 +150,11 @@ class ActionModule(ActionBase):
             self._join_bmc(result, options, module_args, started)
         if options.get("run_dir") and collection_status(result) == "ok":
             self._write_facts(result, options["run_dir"], task_vars)
+            if not options["keep_facts"] and FACTS_FILE_KEY in result:
+                result["ansible_facts"] = dict(result["ansible_facts"])
+                del result["ansible_facts"]["gpufleet"]
+                if not result["ansible_facts"]:
+                    del result["ansible_facts"]
         return result
 
     def _join_bmc(self, result, options, module_args, started):

@@ -194,6 +194,17 @@ options:
         so that the audit's store transaction only inserts. The audit ignores both keys when a host's module
         returns them itself.
     type: path
+  keep_facts:
+    description:
+      - Read on the controller by the action plugin. With V(false), once the host's facts file is written (see
+        O(run_dir)) the result no longer carries the facts (C(ansible_facts.gpufleet) is not set and the
+        registered result holds C(gpufleet_facts_file) and C(gpufleet_store_extract) in their place), so that
+        C(ansible-playbook) does not hold every host's facts until the play ends; M(gpufleet.core.audit_report)
+        reads them from the file. Without a written facts file the facts stay in the result.
+      - C(audit.yml) sets it to V(false) unless the play sets C(gpufleet_keep_facts=true); C(remediate.yml),
+        C(incident.yml) and C(loadstep.yml), whose later tasks read the facts, keep them.
+    type: bool
+    default: true
   bmc_address:
     description:
       - Read on the controller by the action plugin. When set, after the collection the host's BMC at this address is
@@ -2453,6 +2464,7 @@ def main():
             # read by the action plugin on the controller, never sent to the host (plugins/action/gpu_facts.py)
             not_audited_msg=dict(type="str"),
             run_dir=dict(type="path"),
+            keep_facts=dict(type="bool", default=True),
             bmc_address=dict(type="str"),
             bmc_user=dict(type="str"),
             bmc_password=dict(type="str", no_log=True),

@@ -10,17 +10,20 @@ __metaclass__ = type
 import contextlib
 import datetime
 import gc
+import json
 import os
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.correlate import correlate
-from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_fleet, rules_run
+from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import FleetDiagnosis, rules_run
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
     DEFAULT_FAIL_SEVERITY, FAIL_SEVERITIES, NO_FAILURE)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.collection_version import VERSION
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import rule_declaration, severity_rank
-from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import collection_status, summary_line
+from ansible_collections.gpufleet.core.plugins.plugin_utils.fleet_view import fleet_view
+from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import (
+    collection_status, result_facts, summary_line)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import STORE_EXTRACT_KEY
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import STORE_EXTRACT_KEY, counters_extract
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import record_run
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import (
     FACTS_FILE_KEY, FACTS_MODE, facts_file_names, file_mode, write_atomically, write_facts_file, write_reports)
@@ -53,25 +56,43 @@ def prewritten_facts_file(result, facts_dir):
     return relative
 
 
-def worker_extracts(results, statuses):
-    """{host: the store extract (store/extract.py)} of the hosts whose facts file the worker wrote: the extract
-    was made from that file's text, in the same worker."""
-    return {host: results[host][STORE_EXTRACT_KEY] for host, entry in statuses.items()
-            if entry["facts_file"] and STORE_EXTRACT_KEY in (results.get(host) or {})
-            and results[host].get(FACTS_FILE_KEY) == entry["facts_file"]}
+def worker_extract(result, entry):
+    """The store extract (store/extract.py) the worker made of the host's facts file, or None: there is one only
+    where the worker wrote the facts file the host's status names, from that file's text."""
+    if entry["facts_file"] and STORE_EXTRACT_KEY in (result or {}) and result.get(FACTS_FILE_KEY) == entry["facts_file"]:
+        return result[STORE_EXTRACT_KEY]
+    return None
+
+
+def read_facts_file(path):
+    with open(path, encoding="utf-8") as stream:
+        facts = json.load(stream)
+    if not isinstance(facts, dict):
+        raise ValueError("not a JSON object")
+    return facts
 
 
 def host_status(host, result, facts_dir, file_name=None, facts_mode=None):
     """(status record for the report, facts or None); writes the host's facts file as
     facts/<file_name>.json (file_name from report_writer.facts_file_names; the host name by default) with
     facts_mode (report_writer.file_mode(FACTS_MODE), read once per run; by default read here), unless the
-    result names one already written (gpufleet_facts_file, by the gpu_facts action in the worker)."""
+    result names one already written (gpufleet_facts_file, by the gpu_facts action in the worker), in which
+    case the facts come from that file when the result does not hold them (keep_facts=false)."""
     status = collection_status(result)
     if status != "ok":
         message = " ".join(str((result or {}).get("msg") or "no result from the host").split())
         return {"status": status, "facts_file": None, "message": message}, None
-    facts = result["ansible_facts"]["gpufleet"]
+    facts = result_facts(result)
     written = prewritten_facts_file(result, facts_dir)
+    if facts is None:
+        named = result.get(FACTS_FILE_KEY)
+        try:
+            if written is None:
+                raise OSError("no such file in the run folder")
+            facts = read_facts_file(os.path.join(facts_dir, written[len("facts/"):]))
+        except (OSError, ValueError) as exc:
+            return {"status": "failed", "facts_file": None, "message": " ".join((
+                "the facts file the collection wrote (%s) could not be read: %s" % (named, exc)).split())}, None
     if written is not None:
         return {"status": "ok", "facts_file": written, "message": None}, facts
     path = os.path.join(facts_dir, "%s.json" % (file_name or facts_file_names([host])[host]))
@@ -196,17 +217,29 @@ def _run_audit(results, host_policies, run_dir, report_root, started_at, fail_se
                orchestration):
     facts_dir = os.path.join(run_dir, "facts")
     os.makedirs(facts_dir, exist_ok=True)
-    statuses, facts_by_host = {}, {}
     file_names = facts_file_names(sorted(results))
     facts_mode = file_mode(FACTS_MODE)
+    diagnosis = FleetDiagnosis(host_policies)
+    # Host by host: its facts (from its result, else from the facts file its worker wrote) are diagnosed, give its
+    # line and what the store keeps, and are dropped; the fleet-wide steps after the loop read their fleet views.
+    statuses, views, findings, lines, extracts = {}, {}, {}, [], {}
     for host in sorted(results):
-        statuses[host], facts_by_host[host] = host_status(host, results[host], facts_dir, file_names[host], facts_mode)
+        result = results[host]
+        statuses[host], facts = host_status(host, result, facts_dir, file_names[host], facts_mode)
+        findings[host] = diagnosis.host(host, facts)
+        if facts is None and collection_status(result) == "ok":  # its facts file could not be read
+            result = {"failed": True, "msg": statuses[host]["message"]}
+        lines.append(summary_line(host, result, facts))
+        if store is not None and facts is not None:
+            extracts[host] = worker_extract(result, statuses[host]) or counters_extract(facts)
+        views[host] = fleet_view(facts)
+        del facts
     accepted = accepted_unreachable(statuses, host_policies)
 
-    findings = diagnose_fleet(facts_by_host, host_policies)
+    diagnosis.fleet(views, findings)
     for host in accepted:
         findings.setdefault(host, []).append(unreachable_finding(host, statuses[host]))
-    causes = correlate(facts_by_host, findings, host_policies)
+    causes = correlate(views, findings, host_policies)
     distinct = list({id(policy): policy for policy in host_policies.values()}.values())
     if fail_severity is None:
         fail_severity = strictest_fail_severity(distinct)
@@ -231,9 +264,7 @@ def _run_audit(results, host_policies, run_dir, report_root, started_at, fail_se
         report["summary"]["failed_threshold"] = False
         report["run"]["fail_severity"] = NO_FAILURE
     if store is not None:
-        record_run(store, report, facts_by_host, host_policies, run_dir=run_dir,
-                   extracts=worker_extracts(results, statuses))
-    lines = [summary_line(host, results[host]) for host in sorted(results)]
+        record_run(store, report, views, host_policies, run_dir=run_dir, extracts=extracts)
     write_atomically(os.path.join(run_dir, "hosts.txt"), "\n".join(lines) + "\n")
     paths = write_reports(report, run_dir, report_root)
     return report, paths, lines

@@ -130,6 +130,41 @@ def _default_policy():
     return validate_policy({})
 
 
+class FleetDiagnosis:
+    """A fleet diagnosed host by host (host(), as each host's facts are read), then the fleet rules over every
+    host (fleet(), which needs only what fleet_view.fleet_view keeps of each host's facts).
+
+    policies: {host: effective policy}; a host without one gets the default policy.
+    knowledge_for: callable(policy) -> Knowledge, one Knowledge for all, or None.
+    """
+
+    def __init__(self, policies, knowledge_for=None, now=None):
+        self.policies = policies or {}
+        self.now = now
+        self.default = None
+        self._resolve = _knowledge_resolver(knowledge_for)
+        self._prepared = {}
+
+    def host(self, host, facts):
+        """Findings of one host (facts None: unreachable or failed)."""
+        policy = self.policies.get(host)
+        if policy is None:
+            self.default = self.default or _default_policy()
+            policy = self.default
+        key = id(policy)
+        if key not in self._prepared:
+            self._prepared[key] = (policy, build_plan(policy), self._resolve(policy))
+        _policy, plan, knowledge = self._prepared[key]
+        return diagnose_host(host, facts, policy, knowledge, self.now, plan)
+
+    def fleet(self, hosts, findings, groups=None):
+        """Adds the fleet rules' findings to findings ({host: [findings]}, in place). hosts: {host: facts or
+        their fleet view, or None}; groups: as in diagnose_fleet."""
+        for host, extra in fleet_findings(hosts, self.policies, groups, self.default).items():
+            findings.setdefault(host, []).extend(extra)
+        return findings
+
+
 def diagnose_fleet(hosts, policies, knowledge_for=None, now=None, groups=None):
     """{host: findings} for {host: facts or None}, with fleet rules (driver.version_skew) added.
 
@@ -138,23 +173,9 @@ def diagnose_fleet(hosts, policies, knowledge_for=None, now=None, groups=None):
     groups: optional {group name: [hosts]} (inventory groups of one node type) for the skew rule; without
     it hosts that share an effective policy form a group. Either way a group is split by GPU model.
     """
-    resolve = _knowledge_resolver(knowledge_for)
-    prepared = {}
-    default = None
-    findings = {}
-    for host, facts in hosts.items():
-        policy = policies.get(host) if policies else None
-        if policy is None:
-            default = default or _default_policy()
-            policy = default
-        key = id(policy)
-        if key not in prepared:
-            prepared[key] = (policy, build_plan(policy), resolve(policy))
-        _policy, plan, knowledge = prepared[key]
-        findings[host] = diagnose_host(host, facts, policy, knowledge, now, plan)
-    for host, extra in fleet_findings(hosts, policies or {}, groups, default).items():
-        findings.setdefault(host, []).extend(extra)
-    return findings
+    diagnosis = FleetDiagnosis(policies, knowledge_for, now)
+    findings = {host: diagnosis.host(host, facts) for host, facts in hosts.items()}
+    return diagnosis.fleet(hosts, findings, groups)
 
 
 def _driver_versions(hosts, names):
@@ -236,5 +257,5 @@ def rules_run(policies=()):
     return sorted(ids)
 
 
-__all__ = ["diagnose_host", "diagnose_fleet", "build_plan", "make_context", "knowledge_loader",
+__all__ = ["diagnose_host", "diagnose_fleet", "FleetDiagnosis", "build_plan", "make_context", "knowledge_loader",
            "fleet_findings", "rules_run", "list_rules", "resolve_now"]

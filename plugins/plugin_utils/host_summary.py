@@ -10,33 +10,43 @@ text_safety.safe_line, so no control character or bidi override reaches the term
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import FACTS_FILE_KEY
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_line
 
 MAX_REASON = 200
 
 
 def collection_status(result):
-    """ok, unreachable or failed, from the registered result of the gpu_facts task."""
+    """ok, unreachable or failed, from the registered result of the gpu_facts task: ok when it holds the facts
+    or names the facts file the gpu_facts action wrote them to (keep_facts=false leaves them only there)."""
     if not isinstance(result, dict) or not result:
         return "failed"
     if result.get("unreachable"):
         return "unreachable"
-    if result.get("failed") or "ansible_facts" not in result:
+    if result.get("failed") or ("ansible_facts" not in result and FACTS_FILE_KEY not in result):
         return "failed"
     return "ok"
 
 
-def summary_line(host, result):
-    """One printable line: every unsafe character of the host's text escaped."""
-    return safe_line(_summary_text(host, result))
+def result_facts(result):
+    """The facts a registered gpu_facts result holds, or None (a failed collection, or facts left in the facts
+    file)."""
+    facts = ((result or {}).get("ansible_facts") or {}).get("gpufleet")
+    return facts if isinstance(facts, dict) else None
 
 
-def _summary_text(host, result):
+def summary_line(host, result, facts=None):
+    """One printable line: every unsafe character of the host's text escaped. facts: the host's facts when the
+    result does not hold them (read from its facts file)."""
+    return safe_line(_summary_text(host, result, facts))
+
+
+def _summary_text(host, result, facts=None):
     status = collection_status(result)
-    if status != "ok":
+    if status != "ok" or (facts is None and result_facts(result) is None):
         reason = (result or {}).get("msg") or "no result"
-        return "%s: %s - %s" % (host, status.upper(), safe_line(reason, MAX_REASON))
-    facts = result["ansible_facts"]["gpufleet"]
+        return "%s: %s - %s" % (host, ("failed" if status == "ok" else status).upper(), safe_line(reason, MAX_REASON))
+    facts = facts if facts is not None else result_facts(result)
     if not facts.get("nvidia_present"):
         text = "%s: ok - no NVIDIA stack found" % host
         return text + _error_suffix(facts)

@@ -185,3 +185,52 @@ def test_a_bad_policy_stops_the_run_before_any_host_is_contacted(tmp_path):
     assert "fatal: [gpu-h100-ok-01]: UNREACHABLE!" in output and "not audited: the policy check failed" in output
     assert not contacted.exists(), contacted.read_text()
     assert not (report_dir / "latest").exists()
+
+
+AFTER_THE_AUDIT = """
+- name: The audit
+  ansible.builtin.import_playbook: {root}/audit.yml
+
+- name: A play after the audit
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Note what the host holds of its facts
+      ansible.builtin.copy:
+        content: >-
+          {{{{ {{'facts': ansible_facts.gpufleet is defined,
+                'gpus': ansible_facts.gpufleet.gpus | default([]) | length,
+                'registered_facts': gpufleet_collect.ansible_facts is defined,
+                'facts_file': gpufleet_collect.gpufleet_facts_file | default(none)}} | to_json }}}}
+        dest: "{out}/{{{{ inventory_hostname }}}}.json"
+        mode: "0644"
+      delegate_to: localhost
+"""
+
+
+@pytest.mark.parametrize("keep", [None, "true"])
+def test_after_the_audit_the_facts_are_in_the_facts_files_unless_kept(tmp_path, keep):
+    out = tmp_path / "out"
+    out.mkdir()
+    playbook = tmp_path / "after.yml"
+    playbook.write_text(AFTER_THE_AUDIT.format(root=ROOT, out=out), encoding="utf-8")
+    hosts = ["gpu-h100-ok-01", "gpu-l40s-crowded-10"]
+    argv = [PLAYBOOK_BIN, str(playbook), "-i", DEMO, "-l", ",".join(hosts), "-e", "gpufleet_report_dir=%s" % (
+        tmp_path / "reports"), "-e", "gpufleet_fail_severity=none"]
+    if keep:
+        argv += ["-e", "gpufleet_keep_facts=%s" % keep]
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    seen = {host: read_json(str(out / ("%s.json" % host))) for host in hosts}
+    for host in hosts:
+        assert seen[host]["facts_file"] == "facts/%s.json" % host
+        assert seen[host]["facts"] is bool(keep) and seen[host]["registered_facts"] is bool(keep)
+    assert seen["gpu-l40s-crowded-10"]["gpus"] == (8 if keep else 0)
+    # the report is the same either way: read from the facts files, or from the results (a --limit run is
+    # partial: latest/ does not move to it)
+    (run_dir,) = [path for path in (tmp_path / "reports").iterdir() if path.name[:1].isdigit()]
+    report = expanded(read_json(str(run_dir / "report.json")))
+    assert report["summary"]["hosts"] == {"total": 2, "ok": 2, "unreachable": 0, "failed": 0}
+    assert {f["rule"] for f in report["findings"] if f["host"] == "gpu-l40s-crowded-10"} >= {
+        "workload.memory_near_full"}

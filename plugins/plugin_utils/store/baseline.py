@@ -10,6 +10,7 @@ __metaclass__ = type
 import datetime
 
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.fleet_view import fleet_view
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import delete
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import StoreError
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import baselines, find_run, run_facts
@@ -50,13 +51,14 @@ def baseline_for_hosts(connection, hosts, groups_of_host):
 
 
 def baseline_facts(connection, chosen):
-    """{host: (facts of the host in its baseline run, baseline run row, group)}; hosts the baseline run did
-    not read (or whose facts retention removed) are left out."""
+    """{host: (facts of the host in its baseline run, baseline run row, group)}, each host's facts as its fleet view
+    (fleet_view.py: what the drift rules and the baseline templates read); hosts the baseline run did not read (or
+    whose facts retention removed) are left out."""
     by_run = {}
     for host, (row, group) in chosen.items():
         by_run.setdefault(row.id, (row, group, []))[2].append(host)
     result = {}
     for _pk, (row, group, hosts) in by_run.items():
-        for host, facts in run_facts(connection, row.id, hosts).items():
+        for host, facts in run_facts(connection, row.id, hosts, fleet_view).items():
             result[host] = (facts, row, group)
     return result

@@ -34,11 +34,17 @@ def compressed_facts(data):
     return zlib.compress(data, FACTS_COMPRESSION)
 
 
+def counters_extract(facts):
+    """An extract with the GPUs' counters only: the store then takes the facts from the host's facts file."""
+    return {"counters": {key: counters for key, (_gpu, counters) in host_counters(facts).items()}}
+
+
 def host_extract(facts_text, facts):
     """The extract of one host: facts_text, the text of its facts file (report_writer.facts_file_text)."""
     blob = compressed_facts(facts_text.encode("utf-8", "backslashreplace"))
-    return {"facts_zlib": base64.b64encode(blob).decode("ascii"),
-            "counters": {key: counters for key, (_gpu, counters) in host_counters(facts).items()}}
+    extract = {"facts_zlib": base64.b64encode(blob).decode("ascii")}
+    extract.update(counters_extract(facts))
+    return extract
 
 
 def extract_blob(extract):

@@ -91,13 +91,16 @@ def run_causes(connection, run_pk):
     return [json.loads(row.data) for row in connection.execute(query)]
 
 
-def run_facts(connection, run_pk, hosts=None):
-    """{host: facts} kept for a run (retention may have removed them)."""
+def run_facts(connection, run_pk, hosts=None, view=None):
+    """{host: facts} kept for a run (retention may have removed them); view: a function applied to each host's
+    facts as it is read (fleet_view.fleet_view: only what the drift rules and baseline templates read)."""
     query = select(FACTS.c.host, FACTS.c.data).where(FACTS.c.run_pk == run_pk)
     if hosts is not None:
         query = query.where(FACTS.c.host.in_(list(hosts)))
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import facts_from_blob
-    return {row.host: facts_from_blob(row.data) for row in connection.execute(query)}
+    if view is None:
+        return {row.host: facts_from_blob(row.data) for row in connection.execute(query)}
+    return {row.host: view(facts_from_blob(row.data)) for row in connection.execute(query)}
 
 
 def finding_history(connection, identity):

@@ -109,7 +109,37 @@ def test_the_facts_file_is_written_as_host_status_writes_it(tmp_path, umask, mas
     assert result["gpufleet_store_extract"]["counters"] == {"uuid:GPU-0a": {
         "ecc_corrected": None, "retired_pages": None, "remapped_rows": None, "pcie_replays": None,
         "nvlink_errors": None}}
-    assert audit_run.worker_extracts({HOST: result}, {HOST: status}) == {HOST: result["gpufleet_store_extract"]}
+    assert audit_run.worker_extract(result, status) == result["gpufleet_store_extract"]
+
+
+def test_keep_facts_false_leaves_the_facts_in_the_file_only(tmp_path):
+    result, calls = run_action({"run_dir": str(tmp_path), "keep_facts": False})
+    assert calls == [{}]
+    assert "ansible_facts" not in result and result["gpufleet_facts_file"] == "facts/%s.json" % HOST
+    assert sorted(result) == ["changed", "gpufleet_facts_file", "gpufleet_store_extract"]
+    # the controller reads them back from the file, as the worker wrote them
+    status, facts = audit_run.host_status(HOST, result, str(tmp_path / "facts"))
+    assert status == {"status": "ok", "facts_file": "facts/%s.json" % HOST, "message": None} and facts == FACTS
+
+
+def test_keep_facts_false_keeps_the_facts_when_no_file_was_written(tmp_path):
+    (tmp_path / "facts").write_text("a file where the folder goes")
+    result, _calls = run_action({"run_dir": str(tmp_path), "keep_facts": False})
+    assert result["ansible_facts"]["gpufleet"] == FACTS and "gpufleet_facts_file" not in result
+    failed, _calls = run_action({"keep_facts": False}, module_result={"failed": True, "msg": "timed out"})
+    assert failed == {"failed": True, "msg": "timed out"}
+
+
+def test_a_facts_file_that_is_gone_or_garbled_is_a_failed_host_that_names_it(tmp_path):
+    result, _calls = run_action({"run_dir": str(tmp_path), "keep_facts": False})
+    facts_dir = tmp_path / "facts"
+    (facts_dir / ("%s.json" % HOST)).write_text("[1, 2", encoding="utf-8")
+    status, facts = audit_run.host_status(HOST, result, str(facts_dir))
+    assert facts is None and status["status"] == "failed" and status["facts_file"] is None
+    assert status["message"].startswith("the facts file the collection wrote (facts/%s.json) could not be read: " % HOST)
+    (facts_dir / ("%s.json" % HOST)).unlink()
+    status, facts = audit_run.host_status(HOST, result, str(facts_dir))
+    assert facts is None and status["message"].endswith("could not be read: no such file in the run folder")
 
 
 def test_the_file_name_is_the_one_audit_report_gives_among_the_plays_hosts(tmp_path):
