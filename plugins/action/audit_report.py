@@ -111,9 +111,10 @@ class ActionModule(ActionBase):
                              groups=task_vars.get("groups"))
         try:
             run_dir = create_run_dir(args["run_dir"]) if args["create_run_dir"] else existing_run_dir(args["run_dir"])
+            counts = {}
             report, paths, lines = run_audit(results, host_policies, run_dir, args["report_root"],
                                              args["started_at"], args["fail_severity"], scope, store,
-                                             orchestration(args["orchestration"]))
+                                             orchestration(args["orchestration"]), counts)
         except (OSError, ValueError) as exc:
             raise AnsibleActionFail("audit_report: %s" % exc)
 
@@ -125,7 +126,7 @@ class ActionModule(ActionBase):
         display.display(text)
         result.update(changed=False, report_dir=run_dir, files=paths, run_status=report["run"]["status"],
                       findings_by_severity=report["summary"]["by_severity"], causes=len(report["causes"]),
-                      store=report.get("store"),
+                      store=report.get("store"), diagnosed_in_workers=counts["diagnosed_in_workers"],
                       host_fixes=fixes_by_host(report), fixable_roles=list(FIXABLE_ROLES))
         record = None
         not_converged = []

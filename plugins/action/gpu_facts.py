@@ -12,7 +12,9 @@ code of the bmc_facts module, and replaces the in-band bmc facts; with run_dir t
 (facts/<name>.json) is written here, as soon as its result arrives, and named in the result (gpufleet_facts_file),
 so that audit_report does not write it again, with what the run store keeps of the host (gpufleet_store_extract:
 the facts file compressed, the GPUs' error counters; plugin_utils/store/extract.py), so that the store only inserts;
-with keep_facts=false the facts then leave the result (the file holds them).
+with policy (the host's effective policy) the host's own rules run here too (gpufleet_diagnosis: its findings, fleet
+view and summary line; plugin_utils/host_diagnosis.py), so that audit_report neither holds nor reads its facts; with
+keep_facts=false the facts then leave the result (the file holds them).
 
 The imports below are loaded once, in the controller's main process, before the workers fork: the linear
 strategy loads every task's action class there (action_loader.get(..., class_only=True)).
@@ -32,6 +34,8 @@ from ansible.utils.vars import merge_hash
 from ansible_collections.gpufleet.core.plugins.action.audit_verdict import verdict_result
 from ansible_collections.gpufleet.core.plugins.module_utils.bmc_lan import LAN_DEFAULTS, read_bmc_over_lan
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import DeadlineHost, LiveHost
+from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import knowledge_loader
+from ansible_collections.gpufleet.core.plugins.plugin_utils.host_diagnosis import DIAGNOSIS_KEY, host_diagnosis
 from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import collection_status
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import (
     FACTS_FILE_KEY, facts_file_names, facts_file_text, write_facts_file)
@@ -42,6 +46,7 @@ ACTION_SPEC = {
     "not_audited_msg": {"type": "str"},
     "run_dir": {"type": "path"},
     "keep_facts": {"type": "bool", "default": True},
+    "policy": {"type": "dict"},
     "bmc_address": {"type": "str"},
     "bmc_user": {"type": "str"},
     "bmc_password": {"type": "str", "no_log": True},
@@ -50,6 +55,13 @@ ACTION_SPEC = {
     "bmc_interface": {"type": "str", "default": "lanplus", "choices": ["lanplus", "lan"]},
     "bmc_cipher_suite": {"type": "int"},
 }
+# The shipped knowledge (Xid catalog, CUDA and MIG tables), loaded here once, before the workers fork, for every
+# host's diagnosis; a policy with its own catalogs has them loaded in the worker.
+KNOWLEDGE_FOR = knowledge_loader()
+try:
+    KNOWLEDGE_FOR(None)
+except Exception:  # pylint: disable=broad-except  # the worker loads it again and reports what is wrong
+    pass
 # seconds of the task's timeout kept back from the BMC read, for the facts file and the result
 BMC_DEADLINE_MARGIN = 2.0
 DEFAULT_WINDOW_HOURS = 72
@@ -139,7 +151,7 @@ class ActionModule(ActionBase):
         wrap_async = self._task.async_val
         result = merge_hash(result, self._execute_module(module_args=module_args, task_vars=task_vars,
                                                          wrap_async=wrap_async))
-        for key in (FACTS_FILE_KEY, STORE_EXTRACT_KEY):  # this action's keys, never a host's
+        for key in (FACTS_FILE_KEY, STORE_EXTRACT_KEY, DIAGNOSIS_KEY):  # this action's keys, never a host's
             result.pop(key, None)
         if not wrap_async:
             self._remove_tmp_path(self._connection._shell.tmpdir)
@@ -148,6 +160,8 @@ class ActionModule(ActionBase):
 
         if options.get("bmc_address"):
             self._join_bmc(result, options, module_args, started)
+        if options.get("policy") is not None and collection_status(result) == "ok":
+            self._diagnose(result, task_vars["inventory_hostname"], options["policy"])
         if options.get("run_dir") and collection_status(result) == "ok":
             self._write_facts(result, options["run_dir"], task_vars)
             if not options["keep_facts"] and FACTS_FILE_KEY in result:
@@ -175,6 +189,14 @@ class ActionModule(ActionBase):
         facts = dict(result["ansible_facts"]["gpufleet"])
         facts["bmc"] = bmc
         result["ansible_facts"] = dict(result["ansible_facts"], gpufleet=facts)
+
+    def _diagnose(self, result, host, policy):
+        """The host's own findings, fleet view and summary line (plugin_utils/host_diagnosis.py); a diagnosis that
+        fails here is made again by audit_report from the facts, with a warning."""
+        try:
+            result[DIAGNOSIS_KEY] = host_diagnosis(host, result, policy, KNOWLEDGE_FOR)
+        except Exception as exc:  # pylint: disable=broad-except  # the controller diagnoses the host instead
+            result.setdefault("warnings", []).append("the host was not diagnosed in the worker: %s" % exc)
 
     def _write_facts(self, result, run_dir, task_vars):
         host = task_vars["inventory_hostname"]

@@ -200,6 +200,12 @@ causes:
   description: Number of likely causes found across hosts.
   returned: always
   type: int
+diagnosed_in_workers:
+  description: How many hosts' own rules ran in their Ansible workers (M(gpufleet.core.gpu_facts) with O(gpufleet.core.gpu_facts#module:policy)), so that
+    this task read neither their facts nor their facts files; the other hosts were diagnosed here.
+  returned: success
+  type: int
+  sample: 998
 host_fixes:
   description: Remediation roles that can fix each host's findings (hosts without such findings are left out).
   returned: always

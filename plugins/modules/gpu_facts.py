@@ -194,6 +194,16 @@ options:
         so that the audit's store transaction only inserts. The audit ignores both keys when a host's module
         returns them itself.
     type: path
+  policy:
+    description:
+      - Read on the controller by the action plugin. The host's effective policy, as M(gpufleet.core.policy_check)
+        returns it. When the collection succeeded, the host's own rules run in its Ansible worker as its result
+        arrives (the same rules, knowledge and policy M(gpufleet.core.audit_report) would use), and the result
+        carries C(gpufleet_diagnosis) - the policy's digest, the host's findings, what the fleet-wide rules and the
+        run store read of its facts, and its summary line - so that the report neither holds nor reads the host's
+        facts. The report diagnoses the host again from its facts when the digest is not that of the host's policy
+        in its own run. The audit sets it.
+    type: dict
   keep_facts:
     description:
       - Read on the controller by the action plugin. With V(false), once the host's facts file is written (see
@@ -2465,6 +2475,7 @@ def main():
             not_audited_msg=dict(type="str"),
             run_dir=dict(type="path"),
             keep_facts=dict(type="bool", default=True),
+            policy=dict(type="dict"),
             bmc_address=dict(type="str"),
             bmc_user=dict(type="str"),
             bmc_password=dict(type="str", no_log=True),

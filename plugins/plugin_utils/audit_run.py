@@ -20,6 +20,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
 from ansible_collections.gpufleet.core.plugins.plugin_utils.collection_version import VERSION
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import rule_declaration, severity_rank
 from ansible_collections.gpufleet.core.plugins.plugin_utils.fleet_view import fleet_view
+from ansible_collections.gpufleet.core.plugins.plugin_utils.host_diagnosis import (
+    DIAGNOSIS_KEY, accepted_diagnosis, policy_digest)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import (
     collection_status, result_facts, summary_line)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report
@@ -72,19 +74,19 @@ def read_facts_file(path):
     return facts
 
 
-def host_status(host, result, facts_dir, file_name=None, facts_mode=None):
+def host_status(host, result, facts_dir, file_name=None, facts_mode=None, read=True):
     """(status record for the report, facts or None); writes the host's facts file as
     facts/<file_name>.json (file_name from report_writer.facts_file_names; the host name by default) with
     facts_mode (report_writer.file_mode(FACTS_MODE), read once per run; by default read here), unless the
     result names one already written (gpufleet_facts_file, by the gpu_facts action in the worker), in which
-    case the facts come from that file when the result does not hold them (keep_facts=false)."""
+    case the facts come from that file when the result does not hold them (keep_facts=false) and read is true."""
     status = collection_status(result)
     if status != "ok":
         message = " ".join(str((result or {}).get("msg") or "no result from the host").split())
         return {"status": status, "facts_file": None, "message": message}, None
     facts = result_facts(result)
     written = prewritten_facts_file(result, facts_dir)
-    if facts is None:
+    if facts is None and (read or written is None):
         named = result.get(FACTS_FILE_KEY)
         try:
             if written is None:
@@ -98,6 +100,23 @@ def host_status(host, result, facts_dir, file_name=None, facts_mode=None):
     path = os.path.join(facts_dir, "%s.json" % (file_name or facts_file_names([host])[host]))
     write_facts_file(path, facts, facts_mode)
     return {"status": "ok", "facts_file": os.path.join("facts", os.path.basename(path)), "message": None}, facts
+
+
+def worker_diagnoses(results, host_policies):
+    """{host: (findings, fleet view, summary line)} of the hosts whose worker diagnosed them with the policy they
+    have in this run (plugin_utils/host_diagnosis.py); the findings are copies, the report's own."""
+    digests, accepted = {}, {}
+    for host, result in results.items():
+        policy = host_policies.get(host)
+        if policy is None or collection_status(result) != "ok" or DIAGNOSIS_KEY not in result:
+            continue
+        if id(policy) not in digests:
+            digests[id(policy)] = policy_digest(policy)
+        diagnosis = accepted_diagnosis(result, digests[id(policy)])
+        if diagnosis is not None:
+            findings, view, line = diagnosis
+            accepted[host] = ([dict(finding) for finding in findings], view, line)
+    return accepted
 
 
 def unreachable_finding(host, entry):
@@ -198,41 +217,51 @@ def collector_paused():
 
 
 def run_audit(results, host_policies, run_dir, report_root, started_at, fail_severity=None, scope=None, store=None,
-              orchestration=None):
+              orchestration=None, counts=None):
     """results: {host: registered gpu_facts result}; host_policies: {host: effective policy};
     scope: {"hosts": every host of the audit's pattern without --limit, "pattern", "limit"} (optional:
     without it the targeted hosts are the whole scope); store: store.record.StoreSettings (None: no store,
     and the report has no "store" and "changes" sections); orchestration: the AWX job or slice the run is
     part of (plugin_utils/orchestration.py), recorded as run.orchestration. A registered result that holds
-    gpufleet_facts_file has its facts file written already (host_status).
+    gpufleet_facts_file has its facts file written already (host_status); one that holds gpufleet_diagnosis made
+    with the host's policy is not diagnosed again (plugin_utils/host_diagnosis.py). counts: a dict that gets
+    "diagnosed_in_workers", how many hosts were.
 
     Returns (report, written paths, per-host summary lines).
     """
     with collector_paused():
         return _run_audit(results, host_policies, run_dir, report_root, started_at, fail_severity, scope, store,
-                          orchestration)
+                          orchestration, counts if counts is not None else {})
 
 
 def _run_audit(results, host_policies, run_dir, report_root, started_at, fail_severity, scope, store,
-               orchestration):
+               orchestration, counts):
     facts_dir = os.path.join(run_dir, "facts")
     os.makedirs(facts_dir, exist_ok=True)
     file_names = facts_file_names(sorted(results))
     facts_mode = file_mode(FACTS_MODE)
     diagnosis = FleetDiagnosis(host_policies)
-    # Host by host: its facts (from its result, else from the facts file its worker wrote) are diagnosed, give its
-    # line and what the store keeps, and are dropped; the fleet-wide steps after the loop read their fleet views.
+    diagnosed = worker_diagnoses(results, host_policies)
+    counts["diagnosed_in_workers"] = len(diagnosed)
+    # Host by host: a host its worker diagnosed brings its findings, fleet view and line; any other host's facts
+    # (from its result, else from the facts file its worker wrote) are diagnosed here, give its line and what the
+    # store keeps, and are dropped. The fleet-wide steps after the loop read the fleet views.
     statuses, views, findings, lines, extracts = {}, {}, {}, [], {}
     for host in sorted(results):
         result = results[host]
-        statuses[host], facts = host_status(host, result, facts_dir, file_names[host], facts_mode)
-        findings[host] = diagnosis.host(host, facts)
-        if facts is None and collection_status(result) == "ok":  # its facts file could not be read
-            result = {"failed": True, "msg": statuses[host]["message"]}
-        lines.append(summary_line(host, result, facts))
-        if store is not None and facts is not None:
+        read = host not in diagnosed or (store is not None and STORE_EXTRACT_KEY not in result)
+        statuses[host], facts = host_status(host, result, facts_dir, file_names[host], facts_mode, read)
+        if statuses[host]["status"] == "ok" and host in diagnosed:
+            findings[host], views[host], line = diagnosed[host]
+            lines.append(line)
+        else:
+            findings[host] = diagnosis.host(host, facts)
+            if facts is None and collection_status(result) == "ok":  # its facts file could not be read
+                result = {"failed": True, "msg": statuses[host]["message"]}
+            lines.append(summary_line(host, result, facts))
+            views[host] = fleet_view(facts)
+        if store is not None and statuses[host]["status"] == "ok":
             extracts[host] = worker_extract(result, statuses[host]) or counters_extract(facts)
-        views[host] = fleet_view(facts)
         del facts
     accepted = accepted_unreachable(statuses, host_policies)
 

@@ -201,7 +201,8 @@ AFTER_THE_AUDIT = """
           {{{{ {{'facts': ansible_facts.gpufleet is defined,
                 'gpus': ansible_facts.gpufleet.gpus | default([]) | length,
                 'registered_facts': gpufleet_collect.ansible_facts is defined,
-                'facts_file': gpufleet_collect.gpufleet_facts_file | default(none)}} | to_json }}}}
+                'facts_file': gpufleet_collect.gpufleet_facts_file | default(none),
+                'diagnosed_in_workers': gpufleet_audit.diagnosed_in_workers}} | to_json }}}}
         dest: "{out}/{{{{ inventory_hostname }}}}.json"
         mode: "0644"
       delegate_to: localhost
@@ -226,6 +227,8 @@ def test_after_the_audit_the_facts_are_in_the_facts_files_unless_kept(tmp_path, 
     for host in hosts:
         assert seen[host]["facts_file"] == "facts/%s.json" % host
         assert seen[host]["facts"] is bool(keep) and seen[host]["registered_facts"] is bool(keep)
+        # each host's own rules ran in its worker, with the policy the report has for it
+        assert seen[host]["diagnosed_in_workers"] == len(hosts)
     assert seen["gpu-l40s-crowded-10"]["gpus"] == (8 if keep else 0)
     # the report is the same either way: read from the facts files, or from the results (a --limit run is
     # partial: latest/ does not move to it)

@@ -15,6 +15,10 @@ from ansible_collections.gpufleet.core.plugins.action import gpu_facts as action
 from ansible_collections.gpufleet.core.plugins.action.gpu_facts import ActionModule
 from ansible_collections.gpufleet.core.plugins.action.run_folder import ActionModule as RunFolder
 from ansible_collections.gpufleet.core.plugins.plugin_utils import audit_run, report_writer
+from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_fleet
+from ansible_collections.gpufleet.core.plugins.plugin_utils.fleet_view import fleet_view
+from ansible_collections.gpufleet.core.plugins.plugin_utils.host_diagnosis import policy_digest
+from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
 from tests.support.bmc_samples import SDR_ELIST, SEL_ELIST
 from tests.unit.plugins.action.test_audit_verdict import mode_of, umask  # noqa: F401 pylint: disable=unused-import
 
@@ -142,6 +146,28 @@ def test_a_facts_file_that_is_gone_or_garbled_is_a_failed_host_that_names_it(tmp
     assert facts is None and status["message"].endswith("could not be read: no such file in the run folder")
 
 
+def test_with_the_policy_the_host_is_diagnosed_in_the_worker_and_the_report_reads_no_facts(tmp_path):
+    policy = validate_policy({})
+    result, calls = run_action({"run_dir": str(tmp_path), "keep_facts": False, "policy": policy})
+    assert calls == [{}]
+    diagnosis = result["gpufleet_diagnosis"]
+    assert diagnosis["policy"] == policy_digest(policy)
+    assert diagnosis["findings"] == diagnose_fleet({HOST: FACTS}, {HOST: policy})[HOST] != []
+    assert diagnosis["view"] == fleet_view(FACTS)
+    assert diagnosis["line"] == "%s: ok source=None driver=550.90.07 cuda=? gpus=1 [NVIDIA H100 80GB HBM3]" % HOST
+    assert audit_run.worker_diagnoses({HOST: result}, {HOST: policy}) == {
+        HOST: (diagnosis["findings"], diagnosis["view"], diagnosis["line"])}
+
+
+def test_a_diagnosis_that_fails_in_the_worker_is_left_to_the_report_with_a_warning(tmp_path, monkeypatch):
+    def broken(*_args):
+        raise KeyError("thresholds")
+    monkeypatch.setattr(action_module, "host_diagnosis", broken)
+    result, _calls = run_action({"run_dir": str(tmp_path), "policy": {"thresholds": None}})
+    assert "gpufleet_diagnosis" not in result and result["ansible_facts"]["gpufleet"] == FACTS
+    assert result["warnings"] == ["the host was not diagnosed in the worker: 'thresholds'"]
+
+
 def test_the_file_name_is_the_one_audit_report_gives_among_the_plays_hosts(tmp_path):
     # two names that differ only in case share no file: both get a hashed name
     hosts = ["GPU-1", "gpu-1", HOST]
@@ -172,7 +198,7 @@ def test_a_facts_file_that_cannot_be_written_is_left_to_the_controller(tmp_path)
 @pytest.mark.parametrize("args", [{}, {"run_dir": "RUN"}])
 def test_a_hosts_own_facts_file_or_store_extract_keys_are_dropped(tmp_path, args):
     """A module's result is the host's word: it cannot name a facts file or hand the store an extract."""
-    forged = dict(MODULE_RESULT, gpufleet_facts_file="facts/other.json",
+    forged = dict(MODULE_RESULT, gpufleet_facts_file="facts/other.json", gpufleet_diagnosis={"findings": []},
                   gpufleet_store_extract={"facts_zlib": base64.b64encode(zlib.compress(b"{}")).decode(), "counters": {}})
     args = {key: str(tmp_path) if value == "RUN" else value for key, value in args.items()}
     result, _calls = run_action(args, module_result=forged)
@@ -182,6 +208,7 @@ def test_a_hosts_own_facts_file_or_store_extract_keys_are_dropped(tmp_path, args
             tmp_path / "facts" / ("%s.json" % HOST)).read_bytes()
     else:
         assert "gpufleet_facts_file" not in result and "gpufleet_store_extract" not in result
+    assert "gpufleet_diagnosis" not in result
     assert result["ansible_facts"]["gpufleet"] == FACTS
 
 

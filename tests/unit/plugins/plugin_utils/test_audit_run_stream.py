@@ -13,6 +13,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils import audit_run
 from ansible_collections.gpufleet.core.plugins.plugin_utils.correlate import correlate
 from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import FleetDiagnosis, diagnose_fleet
 from ansible_collections.gpufleet.core.plugins.plugin_utils.fleet_view import fleet_view
+from ansible_collections.gpufleet.core.plugins.plugin_utils.host_diagnosis import (
+    DIAGNOSIS_KEY, accepted_diagnosis, host_diagnosis, policy_digest)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import (
     FACTS_FILE_KEY, facts_file_names, facts_file_text)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_history import (
@@ -123,12 +125,16 @@ def test_the_history_rules_and_baseline_templates_read_the_same_from_views(host)
     assert group_profile({host: fleet_view(facts)}) == group_profile({host: facts})
 
 
-def slim_result(result, run_dir, host, hosts):
-    """The result the gpu_facts action returns with keep_facts=false: its facts written by the worker's code."""
+def slim_result(result, run_dir, host, hosts, policy=None):
+    """The result the gpu_facts action returns with keep_facts=false: its facts written by the worker's code, and
+    with policy, the host diagnosed by it too."""
     facts = result["ansible_facts"]["gpufleet"]
     name = facts_file_names(hosts)[host]
-    written, extract = write_host_facts(run_dir, name, facts)
-    return {"changed": False, FACTS_FILE_KEY: written, STORE_EXTRACT_KEY: extract}
+    slim = {"changed": False}
+    if policy is not None:
+        slim[DIAGNOSIS_KEY] = host_diagnosis(host, result, policy)
+    slim[FACTS_FILE_KEY], slim[STORE_EXTRACT_KEY] = write_host_facts(run_dir, name, facts)
+    return slim
 
 
 def audit(root, results, policies, store):
@@ -144,7 +150,8 @@ def audit(root, results, policies, store):
 
 
 @pytest.mark.parametrize("store", [False, True])
-def test_an_audit_of_results_without_facts_writes_the_same_reports(tmp_path, monkeypatch, store):
+@pytest.mark.parametrize("diagnosed", [False, True], ids=["read from the files", "diagnosed by the workers"])
+def test_an_audit_of_results_without_facts_writes_the_same_reports(tmp_path, monkeypatch, store, diagnosed):
     monkeypatch.setattr(audit_run, "utc_now", lambda: "2026-12-05T04:01:00Z")
     fleet, policies = skewed_fleet()
     hosts = sorted(fleet)
@@ -155,9 +162,11 @@ def test_an_audit_of_results_without_facts_writes_the_same_reports(tmp_path, mon
     policies["gone-01"] = policies[hosts[0]]
     slim_root = str(tmp_path / "slim")
     run_dir = os.path.join(slim_root, "20261205T040000Z")
-    slim = {host: slim_result(result, run_dir, host, sorted(held)) if host != "gone-01" else result
-            for host, result in copy.deepcopy(held).items()}
+    slim = {host: slim_result(result, run_dir, host, sorted(held), policies[host] if diagnosed else None)
+            if host != "gone-01" else result for host, result in copy.deepcopy(held).items()}
     assert all("ansible_facts" not in result for result in slim.values())
+    if diagnosed:  # run_audit reads no facts file then
+        monkeypatch.setattr(audit_run, "read_facts_file", None)
 
     held_report, held_lines, held_files = audit(str(tmp_path / "held"), held, policies, store)
     slim_report, slim_lines, slim_files = audit(slim_root, slim, policies, store)
@@ -189,3 +198,20 @@ def test_a_facts_file_that_cannot_be_read_is_a_failed_host_and_the_others_are_au
         "the facts file the collection wrote (facts/%s.json) could not be read: no such file in the run folder" % hosts[1])
     assert lines[1].startswith("%s: FAILED - the facts file the collection wrote" % hosts[1])
     assert report["run"]["status"] == "complete"
+
+
+def test_a_workers_diagnosis_counts_only_for_the_policy_and_shape_it_was_made_with():
+    fleet, policies = skewed_fleet()
+    host = "gpu-h100-xid79-02"
+    result = {"ansible_facts": {"gpufleet": fleet[host]}}
+    diagnosis = host_diagnosis(host, result, policies[host])
+    digest = policy_digest(policies[host])
+    findings, view, line = accepted_diagnosis({DIAGNOSIS_KEY: diagnosis}, digest)
+    assert findings == diagnose_fleet({host: fleet[host]}, policies)[host] and view == fleet_view(fleet[host])
+    assert line.startswith("%s: ok source=" % host) and "lost=" in line
+    other = dict(policies[host], thresholds=dict(policies[host]["thresholds"], gpu_temp_warn_c=1))
+    assert policy_digest(other) != digest
+    assert accepted_diagnosis({DIAGNOSIS_KEY: diagnosis}, policy_digest(other)) is None
+    for broken in (None, [], dict(diagnosis, extra=1), dict(diagnosis, findings="x"), dict(diagnosis, findings=[1]),
+                   dict(diagnosis, view=[]), dict(diagnosis, line=None)):
+        assert accepted_diagnosis({DIAGNOSIS_KEY: broken}, digest) is None
