@@ -304,13 +304,15 @@ def output_sizes(run_dir, paths):
     return sizes, len(facts)
 
 
-def prewrite_facts_files(results, run_dir):
+def prewrite_facts_files(results, run_dir, host_policies=None):
     """What the per-host gpu_facts action does in the Ansible worker as each result arrives, by its own
-    function (plugins/action/gpu_facts.write_host_facts): write facts/<host>.json, name it in the result as
+    functions (plugins/action/gpu_facts.write_host_facts, plugin_utils/host_diagnosis.host_diagnosis): with
+    host_policies, diagnose the host (gpufleet_diagnosis); write facts/<host>.json, name it in the result as
     gpufleet_facts_file and add the run store's extract (gpufleet_store_extract). The play's file names are
-    computed once here (each worker computes them for its host). Returns (results that name their files,
-    CPU s, wall s)."""
-    from ansible_collections.gpufleet.core.plugins.action.gpu_facts import write_host_facts
+    computed once here (each worker computes them for its host). Returns (results that name their files, still
+    holding the facts, CPU s, wall s)."""
+    from ansible_collections.gpufleet.core.plugins.action.gpu_facts import KNOWLEDGE_FOR, write_host_facts
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.host_diagnosis import DIAGNOSIS_KEY, host_diagnosis
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import STORE_EXTRACT_KEY
     names = report_writer.facts_file_names(sorted(results))
     named = {}
@@ -319,22 +321,33 @@ def prewrite_facts_files(results, run_dir):
         if collection_status(result) != "ok":
             named[host] = result
             continue
-        written, extract = write_host_facts(run_dir, names[host], result["ansible_facts"]["gpufleet"])
-        named[host] = dict(result, **{audit_run.FACTS_FILE_KEY: written, STORE_EXTRACT_KEY: extract})
+        named[host] = dict(result)
+        if host_policies is not None:
+            named[host][DIAGNOSIS_KEY] = host_diagnosis(host, result, host_policies[host], KNOWLEDGE_FOR)
+        named[host][audit_run.FACTS_FILE_KEY], named[host][STORE_EXTRACT_KEY] = write_host_facts(
+            run_dir, names[host], result["ansible_facts"]["gpufleet"])
     return named, time.process_time() - cpu, time.perf_counter() - wall
+
+
+def without_facts(results):
+    """The results as the gpu_facts action returns them with keep_facts=false: the facts only in the files."""
+    return {host: {key: value for key, value in result.items() if key != "ansible_facts"}
+            if audit_run.FACTS_FILE_KEY in result else result for host, result in results.items()}
 
 
 def audit_once(results, host_policies, work_root, replacements=(), profiler=None, prewritten=False):
     """((wall s, CPU s), report, sizes, facts files, facts pre-written (CPU s, wall s) or None) of one run_audit
-    into a fresh folder, removed afterwards. prewritten: the facts files are written first, untimed in the
-    run's time, as the per-host worker does (prewrite_facts_files), and run_audit only names them."""
+    into a fresh folder, removed afterwards. prewritten: the facts files are written and each host diagnosed
+    first, untimed in the run's time, as the per-host worker does (prewrite_facts_files), and run_audit gets the
+    results without facts, as audit.yml gives them (keep_facts=false): it names the files, takes the diagnoses."""
     root = tempfile.mkdtemp(prefix="gpufleet-bench-diagnose-", dir=work_root)
     try:
         report_root = os.path.join(root, "reports")
         run_dir = os.path.join(report_root, STARTED_AT.replace("-", "").replace(":", ""))
         prewrite = None
         if prewritten:
-            results, prewrite_cpu, prewrite_wall = prewrite_facts_files(results, run_dir)
+            results, prewrite_cpu, prewrite_wall = prewrite_facts_files(results, run_dir, host_policies)
+            results = without_facts(results)
             prewrite = (prewrite_cpu, prewrite_wall)
         with patched(replacements):
             wall, cpu = time.perf_counter(), time.process_time()
@@ -710,14 +723,15 @@ def print_diagnose(result):
     print_row("(garbage collector, wall s)", [s["gc_seconds"] for s in summaries])
     print_clock("CPU seconds (this process, user + system)", summaries, "cpu")
     print_row("growth: hosts N/N0", [row["hosts_ratio"] for row in rows], "%12.2f")
-    print("   facts files written in the worker (gpufleet_facts_file; run_audit only names them)")
+    print("   the audit's path: facts files written and hosts diagnosed in the workers, results without facts "
+          "(run_audit names the files, takes the diagnoses)")
     print_row("run_audit, pre-written, CPU s", [s["prewritten"]["cpu"] for s in summaries])
     print_row("run_audit, pre-written, wall s", [s["prewritten"]["wall"] for s in summaries])
     print_row("growth, pre-written, CPU", [s["prewritten"]["cpu"] / summaries[0]["prewritten"]["cpu"]
                                            for s in summaries], "%12.2f")
     print_row("pre-written / as today, CPU", [s["prewritten"]["cpu"] / s["cpu"]["total"] for s in summaries], "%12.2f")
-    print_row("one facts file, CPU ms/host", [s["facts_file_ms_per_host"]["cpu"] for s in summaries])
-    print_row("one facts file, wall ms/host", [s["facts_file_ms_per_host"]["wall"] for s in summaries])
+    print_row("worker's part, CPU ms/host", [s["facts_file_ms_per_host"]["cpu"] for s in summaries])
+    print_row("worker's part, wall ms/host", [s["facts_file_ms_per_host"]["wall"] for s in summaries])
     print_growth("growth t(N)/t(N0), CPU time", rows, "cpu")
     print_growth("growth t(N)/t(N0), wall-clock time", rows, "wall")
     print_row("  garbage collector", [row["gc"] for row in rows], "%12.2f")

@@ -1,17 +1,20 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The controller's memory for one audit of 1,000 to 10,000 hosts of 8 GPUs: run_audit with every host's facts
-held in the registered results (the gpu_facts action's keep_facts=true, as audit.yml ran before) against results
-that only name each host's facts file (keep_facts=false, audit.yml's default): run_audit then reads the files one
-by one and keeps each host's fleet view (plugins/plugin_utils/fleet_view.py).
+"""The controller's memory for one audit of 1,000 to 10,000 hosts of 8 GPUs, three ways:
+- held: every host's facts in its registered result (the gpu_facts action's keep_facts=true, as audit.yml ran
+  before), diagnosed by run_audit;
+- files: results that only name each host's facts file (keep_facts=false): run_audit reads the files one by one,
+  diagnoses each host and keeps its fleet view (plugins/plugin_utils/fleet_view.py);
+- workers: as files, with each host diagnosed in its worker (the action's policy option, audit.yml now):
+  run_audit reads no facts at all.
 
 Each audit runs in a fresh Python process that loads its results and policies from a pickle and runs the real
-run_audit on facts files written beforehand by the action's own write_host_facts, as the workers write them; the
+run_audit on facts files written beforehand by the action's own functions, as the workers write them; the
 process's peak RSS (VmHWM) is its memory, measured against the same process's RSS before the audit started
 (the results as Ansible would hold them). Results: bench/README.md ("Fleet-scale goals", section 4).
 
-    .venv/bin/python bench/memory_bench.py --sizes 1000 10000 [--store]
+    .venv/bin/python bench/memory_bench.py --sizes 1000 10000 [--store] [--rounds 3]
 """
 
 import argparse
@@ -20,6 +23,7 @@ import os
 import pickle
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,9 +36,9 @@ if str(REPO / "collections") not in sys.path:
 
 # pylint: disable=wrong-import-position
 from ansible_collections.gpufleet.core.plugins.plugin_utils import audit_run  # noqa: E402
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import STORE_EXTRACT_KEY  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.plugin_utils.host_diagnosis import DIAGNOSIS_KEY  # noqa: E402
 
-MODES = ("held", "files")
+MODES = ("held", "files", "workers")
 
 
 def current_rss_mib():
@@ -58,11 +62,14 @@ def prepare(size, work):
     templates, policies = diagnose_bench.load_templates()
     results, host_policies = diagnose_bench.build_fleet(size, templates, policies)
     run_dir = os.path.join(work, "reports", "20261205T050000Z")
-    named, _cpu, _wall = diagnose_bench.prewrite_facts_files(results, run_dir)
-    files = {host: {key: result[key] for key in ("changed", audit_run.FACTS_FILE_KEY, STORE_EXTRACT_KEY)
-                    if key in result} for host, result in named.items()}
+    named, _cpu, _wall = diagnose_bench.prewrite_facts_files(results, run_dir, host_policies)
+    workers = diagnose_bench.without_facts(named)
+    files = {host: {key: value for key, value in result.items() if key != DIAGNOSIS_KEY}
+             for host, result in workers.items()}
+    held = {host: {key: value for key, value in result.items() if key != DIAGNOSIS_KEY}
+            for host, result in named.items()}
     paths = {}
-    for mode, chosen in (("held", named), ("files", files)):
+    for mode, chosen in (("held", held), ("files", files), ("workers", workers)):
         paths[mode] = os.path.join(work, "%s.pickle" % mode)
         with open(paths[mode], "wb") as stream:
             pickle.dump((chosen, host_policies), stream, protocol=pickle.HIGHEST_PROTOCOL)
@@ -86,18 +93,21 @@ def child(pickle_path, run_dir, store):
                       "findings": len(report["findings"]), "store": (report.get("store") or {}).get("status")}))
 
 
-def measure(size, store, work_root=None):
+def measure(size, store, rounds=1, work_root=None):
+    """{mode: medians over the rounds}, the modes interleaved in each round (each in its own process)."""
     work = tempfile.mkdtemp(prefix="gpufleet-bench-memory-", dir=work_root)
     try:
         run_dir, paths = prepare(size, work)
-        measured = {}
-        for mode in MODES:
-            command = [sys.executable, __file__, "--child", paths[mode], "--run-dir", run_dir]
-            if store:
-                command.append("--store")
-            output = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout
-            measured[mode] = json.loads(output.strip().splitlines()[-1])
-        return measured
+        runs = {mode: [] for mode in MODES}
+        for _round in range(rounds):
+            for mode in MODES:
+                command = [sys.executable, __file__, "--child", paths[mode], "--run-dir", run_dir]
+                if store:
+                    command.append("--store")
+                output = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout
+                runs[mode].append(json.loads(output.strip().splitlines()[-1]))
+        return {mode: dict(entries[0], **{key: statistics.median(entry[key] for entry in entries) for key in (
+            "rss_before_audit_mib", "peak_rss_mib", "audit_cpu_s", "audit_wall_s")}) for mode, entries in runs.items()}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -106,6 +116,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--store", action="store_true", help="with the run store (SQLite) on")
+    parser.add_argument("--rounds", type=int, default=1, help="audits of each kind per size (medians)")
     parser.add_argument("--work-root", help="where the facts files go (default: the temporary folder)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--run-dir", help=argparse.SUPPRESS)
@@ -113,20 +124,22 @@ def main(argv=None):
     if args.child:
         child(args.child, args.run_dir, args.store)
         return 0
-    print("gpufleet memory bench, %s UTC, load %s, store %s" % (
+    print("gpufleet memory bench, %s UTC, load %s, store %s, %d round(s), medians" % (
         time.strftime("%Y-%m-%d %H:%M", time.gmtime()), " ".join("%.2f" % x for x in os.getloadavg()),
-        "SQLite" if args.store else "off"))
+        "SQLite" if args.store else "off", args.rounds))
     print("   %-8s %-6s %14s %14s %14s %10s %10s" % (
         "hosts", "facts", "before audit", "peak RSS", "audit adds", "CPU s", "findings"))
     for size in args.sizes:
-        measured = measure(size, args.store, args.work_root)
+        measured = measure(size, args.store, args.rounds, args.work_root)
         for mode in MODES:
             row = measured[mode]
             print("   %-8d %-6s %10.1f MiB %10.1f MiB %10.1f MiB %10.2f %10d" % (
                 size, mode, row["rss_before_audit_mib"], row["peak_rss_mib"],
                 row["peak_rss_mib"] - row["rss_before_audit_mib"], row["audit_cpu_s"], row["findings"]))
-        print("   %-8d ratio files/held peak RSS %.3f" % (
-            size, measured["files"]["peak_rss_mib"] / measured["held"]["peak_rss_mib"]))
+        for mode in MODES[1:]:
+            print("   %-8d ratio %s/held: peak RSS %.3f, CPU %.3f" % (
+                size, mode, measured[mode]["peak_rss_mib"] / measured["held"]["peak_rss_mib"],
+                measured[mode]["audit_cpu_s"] / measured["held"]["audit_cpu_s"]))
     return 0
 
 

@@ -33,7 +33,7 @@ for entry in (str(REPO), str(REPO / "collections")):
         sys.path.insert(0, entry)
 
 # pylint: disable=wrong-import-position
-from diagnose_bench import build_fleet, load_templates, prewrite_facts_files  # noqa: E402
+from diagnose_bench import build_fleet, load_templates, prewrite_facts_files, without_facts  # noqa: E402
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils import audit_run, report_writer  # noqa: E402
 from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import collection_status  # noqa: E402
@@ -96,7 +96,8 @@ def audit_seconds(results, policies, folder, started_at, store, cpu=None, worker
     here; their CPU seconds appended to worker_cpu). Each audit starts after a full garbage collection, so none
     pays for the garbage of the one before."""
     run_dir = tempfile.mkdtemp(prefix="run-", dir=folder)
-    results, prewrite_cpu, _wall = prewrite_facts_files(results, run_dir)
+    results, prewrite_cpu, _wall = prewrite_facts_files(results, run_dir, policies)
+    results = without_facts(results)
     if worker_cpu is not None:
         worker_cpu.append(prewrite_cpu)
     gc.collect()
