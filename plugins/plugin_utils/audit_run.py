@@ -104,7 +104,7 @@ def host_status(host, result, facts_dir, file_name=None, facts_mode=None, read=T
 
 def worker_diagnoses(results, host_policies):
     """{host: (findings, fleet view, summary line)} of the hosts whose worker diagnosed them with the policy they
-    have in this run (plugin_utils/host_diagnosis.py); the findings are copies, the report's own."""
+    have in this run (plugin_utils/host_diagnosis.py), read from the diagnosis's text: the report's own objects."""
     digests, accepted = {}, {}
     for host, result in results.items():
         policy = host_policies.get(host)
@@ -114,8 +114,7 @@ def worker_diagnoses(results, host_policies):
             digests[id(policy)] = policy_digest(policy)
         diagnosis = accepted_diagnosis(result, digests[id(policy)])
         if diagnosis is not None:
-            findings, view, line = diagnosis
-            accepted[host] = ([dict(finding) for finding in findings], view, line)
+            accepted[host] = diagnosis
     return accepted
 
 

@@ -6,9 +6,11 @@ gpu_facts action, beside the facts file): the findings of the per-host rules, th
 (fleet_view.py) and its summary line, so that audit_report reads neither the host's facts nor its facts file and
 only runs what needs the whole fleet.
 
-The result carries it as gpufleet_diagnosis: {"policy": digest of the effective policy it was made with,
-"findings": [...], "view": {...}, "line": "..."}. audit_report uses it only where the digest is that of the
-host's policy in its own run and the shape is right; anything else is diagnosed again from the facts.
+The result carries it as gpufleet_diagnosis, the JSON text of {"policy": digest of the effective policy it was made
+with, "findings": [...], "view": {...}, "line": "..."}: one string, which ansible-playbook keeps for every host to
+the end of the play at a tenth of the memory the same data takes as Python objects (bench/README.md, section 4).
+audit_report uses it only where the digest is that of the host's policy in its own run and the shape is right;
+anything else is diagnosed again from the facts.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -32,19 +34,23 @@ def policy_digest(policy):
 
 
 def host_diagnosis(host, result, policy, knowledge_for=None):
-    """The diagnosis of one host whose registered result holds its facts (ansible_facts.gpufleet)."""
+    """The diagnosis of one host whose registered result holds its facts (ansible_facts.gpufleet), as JSON text."""
     facts = result["ansible_facts"]["gpufleet"]
     knowledge = (knowledge_for or knowledge_loader())(policy)
-    return {"policy": policy_digest(policy),
-            "findings": diagnose_host(host, facts, policy, knowledge, None, build_plan(policy)),
-            "view": fleet_view(facts),
-            "line": summary_line(host, result)}
+    return json.dumps({"policy": policy_digest(policy),
+                       "findings": diagnose_host(host, facts, policy, knowledge, None, build_plan(policy)),
+                       "view": fleet_view(facts),
+                       "line": summary_line(host, result)}, separators=(",", ":"), default=str)
 
 
 def accepted_diagnosis(result, digest):
     """(findings, view, line) of the result's diagnosis when it was made with the policy of this digest and has
     the shape host_diagnosis gives, else None."""
-    diagnosis = (result or {}).get(DIAGNOSIS_KEY)
+    text = (result or {}).get(DIAGNOSIS_KEY)
+    try:
+        diagnosis = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
     if not isinstance(diagnosis, dict) or diagnosis.keys() != DIAGNOSIS_FIELDS or diagnosis["policy"] != digest:
         return None
     findings, view, line = diagnosis["findings"], diagnosis["view"], diagnosis["line"]

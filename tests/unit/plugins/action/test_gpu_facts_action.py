@@ -150,7 +150,9 @@ def test_with_the_policy_the_host_is_diagnosed_in_the_worker_and_the_report_read
     policy = validate_policy({})
     result, calls = run_action({"run_dir": str(tmp_path), "keep_facts": False, "policy": policy})
     assert calls == [{}]
-    diagnosis = result["gpufleet_diagnosis"]
+    # one JSON text: ansible-playbook keeps it to the end of the play for every host
+    assert isinstance(result["gpufleet_diagnosis"], str)
+    diagnosis = json.loads(result["gpufleet_diagnosis"])
     assert diagnosis["policy"] == policy_digest(policy)
     assert diagnosis["findings"] == diagnose_fleet({HOST: FACTS}, {HOST: policy})[HOST] != []
     assert diagnosis["view"] == fleet_view(FACTS)
