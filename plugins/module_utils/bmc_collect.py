@@ -11,10 +11,8 @@ removes; it is never on a command line, in the facts or in an error text."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.core.plugins.module_utils.ipmi_sel import (
-    parse_sel, parse_sel_clock, window_events)
-from ansible_collections.gpufleet.core.plugins.module_utils.ipmi_sensors import (
-    MAX_SENSORS, parse_dcmi_power, parse_sdr, summarize_sensors)
+# The parsers (ipmi_sel, ipmi_sensors) are imported where a BMC answered: every module run compiles the
+# collection's module_utils again (AnsiballZ ships sources), and most hosts have no /dev/ipmi0 to read.
 
 # Where the kernel's IPMI driver (ipmi_devintf) puts its device, as ipmitool looks for it.
 IPMI_DEVICE_PATHS = (("/dev", "ipmi0"), ("/dev/ipmi", "0"), ("/dev/ipmidev", "0"))
@@ -89,6 +87,9 @@ def _add_error(bmc, args, reason):
 def read_bmc(reader, bmc, now, window_hours):
     """Fills bmc from the reader's answers; each query that fails is an entry in bmc.errors and the
     status says how much was read (complete, partial, failed)."""
+    from ansible_collections.gpufleet.core.plugins.module_utils.ipmi_sel import (
+        parse_sel, parse_sel_clock, window_events)
+    from ansible_collections.gpufleet.core.plugins.module_utils.ipmi_sensors import parse_dcmi_power
     sdr_text, sdr_error = reader.run(SDR_ARGS)
     if sdr_error:
         _add_error(bmc, SDR_ARGS, sdr_error)
@@ -119,6 +120,8 @@ def read_bmc(reader, bmc, now, window_hours):
 
 
 def fill_sensors(bmc, sdr_text):
+    from ansible_collections.gpufleet.core.plugins.module_utils.ipmi_sensors import (
+        MAX_SENSORS, parse_sdr, summarize_sensors)
     sensors = parse_sdr(sdr_text)
     bmc.update(summarize_sensors(sensors))
     bmc["sensors"] = [{key: sensor[key] for key in ("name", "kind", "status", "reading", "unit", "states")}

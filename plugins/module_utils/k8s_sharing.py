@@ -12,8 +12,6 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.gpufleet.core.plugins.module_utils import simple_yaml
-
 # Any of these on a host makes it a Kubernetes node.
 KUBELET_MARKERS = ("/var/lib/kubelet/config.yaml", "/etc/kubernetes/kubelet.conf", "/var/lib/kubelet/kubeconfig")
 DEVICE_PLUGIN_FOLDER = "/var/lib/kubelet/device-plugins"
@@ -79,6 +77,8 @@ def sharing_from_config(document, source, config_name=None):
 
 
 def parse_config_text(text, source, config_name=None):
+    # imported here: only a Kubernetes node with a device plugin config pays for compiling the YAML reader
+    from ansible_collections.gpufleet.core.plugins.module_utils import simple_yaml
     try:
         document = simple_yaml.load(text)
     except ValueError as exc:
