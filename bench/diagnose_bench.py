@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Figure 4 of `make bench`: the controller's side of an audit for 1,000 to 10,000 hosts of 8 GPUs.
 
-Times the real `plugin_utils.audit_run.run_audit` (facts files, diagnose_fleet, correlate,
+Times the real `plugin_utils.audit_run.run_audit` (facts files, diagnosis, correlate,
 build_report, the four reports and hosts.txt) on fleets made from the demo fleet's replayed facts,
 with each phase timed by wrapping the names run_audit calls. The baseline, timed next to every
 audit, is `json.dumps` of the same facts: one pure serialisation pass over the same data.
@@ -212,7 +212,8 @@ def phase_timers(clock):
     return [
         (audit_run, "host_status", clock.timed("facts files", audit_run.host_status)),
         (audit_run, "write_atomically", clock.timed(written_file, audit_run.write_atomically)),
-        (audit_run, "diagnose_fleet", clock.timed("diagnose", audit_run.diagnose_fleet)),
+        (audit_run.FleetDiagnosis, "host", clock.timed("diagnose", audit_run.FleetDiagnosis.host)),
+        (audit_run.FleetDiagnosis, "fleet", clock.timed("diagnose", audit_run.FleetDiagnosis.fleet)),
         (audit_run, "correlate", clock.timed("correlate", audit_run.correlate)),
         (audit_run, "build_report", clock.timed("build_report", audit_run.build_report)),
         (audit_run, "summary_line", clock.timed("hosts.txt lines", audit_run.summary_line)),

@@ -199,9 +199,9 @@ options:
       - Read on the controller by the action plugin. The host's effective policy, as M(gpufleet.core.policy_check)
         returns it. When the collection succeeded, the host's own rules run in its Ansible worker as its result
         arrives (the same rules, knowledge and policy M(gpufleet.core.audit_report) would use), and the result
-        carries C(gpufleet_diagnosis) - the policy's digest, the host's findings, what the fleet-wide rules and the
-        run store read of its facts, and its summary line - so that the report neither holds nor reads the host's
-        facts. The report diagnoses the host again from its facts when the digest is not that of the host's policy
+        carries C(gpufleet_diagnosis), one JSON text of the policy's digest, the host's findings, what the fleet-wide
+        rules and the run store read of its facts, and its summary line, so that the report neither holds nor reads
+        the host's facts. The report diagnoses the host again from its facts when the digest is not that of the host's policy
         in its own run. The audit sets it.
     type: dict
   keep_facts:
