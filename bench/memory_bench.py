@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import pickle
-import resource
 import shutil
 import statistics
 import subprocess
@@ -41,18 +40,14 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.host_diagnosis impor
 MODES = ("held", "files", "workers")
 
 
-def current_rss_mib():
-    with open("/proc/self/statm", encoding="ascii") as stream:
-        return int(stream.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1048576.0
-
-
-def peak_rss_mib():
-    """The process's peak RSS since its exec (VmHWM): ru_maxrss would include the parent's RSS at fork time."""
-    with open("/proc/self/status", encoding="ascii") as stream:
+def status_mib(pid, field):
+    """A memory field of /proc/<pid>/status (VmRSS: now; VmHWM: the peak since the process's exec, where ru_maxrss
+    would include the parent's RSS at fork time), in MiB."""
+    with open("/proc/%d/status" % pid, encoding="ascii") as stream:
         for line in stream:
-            if line.startswith("VmHWM:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024.0
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return None
 
 
 def prepare(size, work):
@@ -81,14 +76,14 @@ def child(pickle_path, run_dir, store):
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings
     with open(pickle_path, "rb") as stream:
         results, host_policies = pickle.load(stream)
-    loaded = current_rss_mib()
+    loaded = status_mib(os.getpid(), "VmRSS")
     settings = None
     if store:
         settings = StoreSettings("sqlite:///%s" % os.path.join(os.path.dirname(run_dir), "gpufleet.sqlite"), "bench")
     cpu, wall = time.process_time(), time.perf_counter()
     report, _paths, _lines = audit_run.run_audit(results, host_policies, run_dir, os.path.dirname(run_dir),
                                                  "2026-12-05T05:00:00Z", store=settings)
-    print(json.dumps({"rss_before_audit_mib": loaded, "peak_rss_mib": peak_rss_mib(),
+    print(json.dumps({"rss_before_audit_mib": loaded, "peak_rss_mib": status_mib(os.getpid(), "VmHWM"),
                       "audit_cpu_s": time.process_time() - cpu, "audit_wall_s": time.perf_counter() - wall,
                       "findings": len(report["findings"]), "store": (report.get("store") or {}).get("status")}))
 

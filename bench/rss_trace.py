@@ -18,15 +18,8 @@ import time
 from pathlib import Path
 
 import audit_bench
+from memory_bench import status_mib
 from run import eight_gpu_xml, smi_input
-
-
-def status_mib(pid, field):
-    with open("/proc/%d/status" % pid, encoding="ascii") as stream:
-        for line in stream:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024.0
-    return None
 
 
 def trace(hosts, extra, interval=0.25):

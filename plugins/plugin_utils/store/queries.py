@@ -98,8 +98,7 @@ def run_facts(connection, run_pk, hosts=None, view=None):
     if hosts is not None:
         query = query.where(FACTS.c.host.in_(list(hosts)))
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import facts_from_blob
-    if view is None:
-        return {row.host: facts_from_blob(row.data) for row in connection.execute(query)}
+    view = view or (lambda facts: facts)
     return {row.host: view(facts_from_blob(row.data)) for row in connection.execute(query)}
 
 
