@@ -134,8 +134,10 @@ class ActionModule(ActionBase):
             hostvars = task_vars["hostvars"]
             not_converged = [host for host in args["hosts"]
                              if hostvars.raw_get(host).get(args["not_converged_var"]) is True]
+            not_acted = {host: str(hostvars.raw_get(host)[args["not_acted_var"]]) for host in args["hosts"]
+                         if hostvars.raw_get(host).get(args["not_acted_var"])}
             try:
-                record = compare(load_report(args["compare_with"]), report, not_converged)
+                record = compare(load_report(args["compare_with"]), report, not_converged, not_acted)
                 paths.append(write_atomically(os.path.join(run_dir, "remediation.json"),
                                               json.dumps(record, indent=1) + "\n"))
             except (OSError, ValueError, KeyError) as exc:

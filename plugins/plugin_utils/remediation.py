@@ -13,7 +13,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import FI
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import severity_rank
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
 
-REMEDIATION_VERSION = "1.0"
+REMEDIATION_VERSION = "1.1"  # 1.1: not_acted
 # Findings remediate.yml repairs with a role it otherwise leaves to driver_rollout.yml: a kernel module
 # and userspace library that differ get the driver role's verified reboot or module reload.
 REPAIRED_RULES = {"driver.kernel_userspace_mismatch": "driver"}
@@ -43,8 +43,10 @@ def _brief(finding):
     return {key: finding.get(key) for key in ("host", "rule", "layer", "severity", "gpu", "summary", "fix")}
 
 
-def compare(before, after, not_converged=()):
-    """The remediation record: cleared, remaining (with why), and new findings."""
+def compare(before, after, not_converged=(), not_acted=None):
+    """The remediation record: cleared, remaining (with why), and new findings. not_acted: {host: message} of the
+    hosts remediate.yml refused to act on (plugin_utils/acting_target.py)."""
+    not_acted = dict(not_acted or {})
     before_keys = {finding_key(f): f for f in before["findings"]}
     after_keys = {finding_key(f): f for f in after["findings"]}
     unread_after = {host for host, entry in after["hosts"].items() if entry["status"] != "ok"}
@@ -57,7 +59,9 @@ def compare(before, after, not_converged=()):
         if key not in after_keys and key[0] not in unread_after:
             continue
         entry = _brief(after_keys.get(key) or before_keys[key])
-        if entry["host"] in not_converged:
+        if entry["host"] in not_acted:
+            entry["why"] = "no role acted on this host: the run refused it (not_acted in remediation.json says why)"
+        elif entry["host"] in not_converged:
             entry["why"] = "the host was not converged (its remediation failed or it was unreachable)"
         elif entry["fix"] in REMEDIATION_ROLES or entry["rule"] in REPAIRED_RULES:
             entry["why"] = "the %s role ran but the finding remains: see the run's output" % entry["fix"]
@@ -74,6 +78,7 @@ def compare(before, after, not_converged=()):
         "before": before["run"]["id"],
         "after": after["run"]["id"],
         "not_converged": sorted(not_converged),
+        "not_acted": {host: not_acted[host] for host in sorted(not_acted)},
         "cleared": cleared,
         "remaining": remaining,
         "new": new,
@@ -96,4 +101,6 @@ def render_summary(record, limit=12):
             lines.append("  ... and %d more %s (remediation.json)" % (len(entries) - limit, title.lower()))
     if record["not_converged"]:
         lines.append("Not converged: %s" % ", ".join(record["not_converged"]))
+    if record.get("not_acted"):
+        lines.append("Not acted on (refused, see above): %s" % ", ".join(record["not_acted"]))
     return "\n".join(lines)

@@ -1,0 +1,86 @@
+"""Whether remediate.yml and driver_rollout.yml may act on a host (plugin_utils/acting_target.py, the filter
+gpufleet.core.acting_refusal): never on replayed facts, never through a local connection that reaches this
+controller while the facts (or the inventory name) describe another machine."""
+
+import socket
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpufleet.core.plugins.filter.acting_refusal import acting_refusal
+from ansible_collections.gpufleet.core.plugins.plugin_utils.acting_target import (
+    HOW_TO_PROCEED, controller_names, refusal, refusal_message)
+
+CONTROLLER = {"localhost", "127.0.0.1", "::1", "ctl", "ctl.example.net"}
+REPLAYED = "its facts are replayed from a recorded fixture (gpufleet_facts_source=replay), not read from a machine"
+
+
+@pytest.mark.parametrize("host, connection, source, hostname, expected", [
+    # the demo inventory: local connection, replayed facts
+    ("gpu-h100-ok-01", "local", "replay", "gpu-h100-ok-01", REPLAYED),
+    # replayed facts through any connection
+    ("gpu-7", "ssh", "replay", "gpu-7", REPLAYED),
+    # before any facts, the inventory says replay
+    ("gpu-7", "ssh", "replay", None, REPLAYED),
+    # live facts of another machine, read... but the connection is local: they cannot be this machine's
+    ("gpu-7", "local", "nvml", "gpu-7",
+     "its connection is local, so it would act on this controller (ctl), while its facts describe gpu-7"),
+    ("gpu-7", "ansible.builtin.local", None, None,
+     "its connection is local, so it would act on this controller (ctl), while its inventory name is gpu-7"),
+])
+def test_refused(host, connection, source, hostname, expected):
+    assert refusal(host, connection, source, hostname, CONTROLLER) == expected
+
+
+@pytest.mark.parametrize("host, connection, source, hostname", [
+    # the controller itself, named as it is, with its own live facts
+    ("localhost", "local", "nvml", "ctl.example.net"),
+    ("ctl", "local", None, None),
+    ("gpu-head", "local", "nvidia_smi", "CTL"),
+    # the simulated fleet (tests/fleet): ssh to 127.0.0.1 on the container's port, live facts of the container
+    ("fleet-01", "ssh", "nvidia_smi", "fleet-01"),
+    ("fleet-01", "ssh", None, None),
+    # a host without an NVIDIA stack: source none, read live
+    ("cpu-3", "ssh", "none", "cpu-3"),
+])
+def test_allowed(host, connection, source, hostname):
+    assert refusal(host, connection, source, hostname, CONTROLLER) is None
+
+
+def test_the_controller_knows_its_own_names():
+    names = controller_names()
+    assert socket.gethostname().lower() in names and "localhost" in names
+    assert refusal(socket.gethostname(), "local", "nvml", socket.gethostname()) is None
+    assert refusal("not-" + socket.gethostname(), "local", "nvml", None) is not None
+
+
+def test_the_message_names_the_host_its_plan_why_and_how_to_proceed():
+    assert refusal_message("gpu-7", REPLAYED, "would run driver") == (
+        "gpu-7: not acted on, plan only: would run driver. Refused because %s. %s" % (REPLAYED, HOW_TO_PROCEED))
+    assert refusal_message("gpu-7", REPLAYED) == "gpu-7: not acted on. Refused because %s. %s" % (
+        REPLAYED, HOW_TO_PROCEED)
+    assert "audit it live" in HOW_TO_PROCEED and "plan only" in HOW_TO_PROCEED
+
+
+def test_the_filter_reads_the_facts_source_and_host_name():
+    replayed = {"source": "replay", "host": {"hostname": "gpu-h100-ok-01"}}
+    assert acting_refusal(replayed, "gpu-h100-ok-01", "local", plan="would run mig_layout") == refusal_message(
+        "gpu-h100-ok-01", REPLAYED, "would run mig_layout")
+    assert acting_refusal(replayed, "gpu-h100-ok-01", "local", part="reason") == REPLAYED
+    # the facts' own source wins over the inventory's
+    live = {"source": "nvidia_smi", "host": {"hostname": "fleet-01"}}
+    assert acting_refusal(live, "fleet-01", "ssh", facts_source="replay") == ""
+    # before any facts: the inventory's gpufleet_facts_source
+    assert acting_refusal(None, "fleet-01", "ssh", facts_source="replay", part="reason") == REPLAYED
+    assert acting_refusal(None, "fleet-01", "ssh") == ""
+    # facts whose host section is not a mapping: the inventory name stands for the machine
+    assert "inventory name is gpu-9" in acting_refusal({"source": "nvml", "host": "x"}, "gpu-9", "local")
+
+
+@pytest.mark.parametrize("facts, part, message", [
+    ("facts", "message", "expects the host's gpu_facts or null, got str"),
+    (None, "all", "part must be message or reason, got 'all'"),
+])
+def test_the_filter_names_bad_input(facts, part, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        acting_refusal(facts, "h", "ssh", part=part)
