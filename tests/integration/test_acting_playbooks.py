@@ -70,7 +70,8 @@ def role_task_hosts(result):
     for line in result.stdout.splitlines():
         header = re.match(r"^TASK \[(.*?)\]", line)
         if header:
-            task = header.group(1) if header.group(1).startswith("gpufleet.core.") and " : " in header.group(1) else None
+            name = header.group(1)
+            task = name if name.startswith("gpufleet.core.") and " : " in name else None
             continue
         host = re.match(r"^(?:ok|changed|fatal|failed|included): \[([^\]\s]+)", line)
         if task and host:
@@ -156,7 +157,8 @@ def test_the_rollout_on_the_demo_is_a_plan_per_host_and_acts_on_nothing(tmp_path
 def test_a_check_mode_rollout_writes_a_plan_never_a_rollout_report_and_says_check_mode(tmp_path, watched):
     env, calls, before = watched
     replayed = "gpu-h100-ok-01"
-    inventory = write_inventory(tmp_path / "hosts.yml", {replayed: local_host(replayed), "far-away": unreachable_host()})
+    inventory = write_inventory(tmp_path / "hosts.yml",
+                                {replayed: local_host(replayed), "far-away": unreachable_host()})
     report_dir = tmp_path / "reports"
     result = run_playbook("driver_rollout.yml", env, "-e", "gpufleet_report_dir=%s" % report_dir,
                           "-e", json.dumps(ROLLOUT_POLICY), "--check", inventory=inventory)

@@ -1,13 +1,11 @@
-"""Whether remediate.yml and driver_rollout.yml may act on a host (plugin_utils/acting_target.py, the filter
-gpufleet.core.acting_refusal): never on replayed facts, never through a local connection that reaches this
-controller while the facts (or the inventory name) describe another machine."""
+"""Whether remediate.yml and driver_rollout.yml may act on a host (plugin_utils/acting_target.py): never on
+replayed facts, never through a local connection that reaches this controller while the facts (or the inventory
+name) describe another machine."""
 
 import socket
 
 import pytest
-from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.core.plugins.filter.acting_refusal import acting_refusal
 from ansible_collections.gpufleet.core.plugins.plugin_utils.acting_target import (
     HOW_TO_PROCEED, controller_names, refusal, refusal_message)
 
@@ -60,27 +58,3 @@ def test_the_message_names_the_host_its_plan_why_and_how_to_proceed():
     assert refusal_message("gpu-7", REPLAYED) == "gpu-7: not acted on. Refused because %s. %s" % (
         REPLAYED, HOW_TO_PROCEED)
     assert "audit it live" in HOW_TO_PROCEED and "plan only" in HOW_TO_PROCEED
-
-
-def test_the_filter_reads_the_facts_source_and_host_name():
-    replayed = {"source": "replay", "host": {"hostname": "gpu-h100-ok-01"}}
-    assert acting_refusal(replayed, "gpu-h100-ok-01", "local", plan="would run mig_layout") == refusal_message(
-        "gpu-h100-ok-01", REPLAYED, "would run mig_layout")
-    assert acting_refusal(replayed, "gpu-h100-ok-01", "local", part="reason") == REPLAYED
-    # the facts' own source wins over the inventory's
-    live = {"source": "nvidia_smi", "host": {"hostname": "fleet-01"}}
-    assert acting_refusal(live, "fleet-01", "ssh", facts_source="replay") == ""
-    # before any facts: the inventory's gpufleet_facts_source
-    assert acting_refusal(None, "fleet-01", "ssh", facts_source="replay", part="reason") == REPLAYED
-    assert acting_refusal(None, "fleet-01", "ssh") == ""
-    # facts whose host section is not a mapping: the inventory name stands for the machine
-    assert "inventory name is gpu-9" in acting_refusal({"source": "nvml", "host": "x"}, "gpu-9", "local")
-
-
-@pytest.mark.parametrize("facts, part, message", [
-    ("facts", "message", "expects the host's gpu_facts or null, got str"),
-    (None, "all", "part must be message or reason, got 'all'"),
-])
-def test_the_filter_names_bad_input(facts, part, message):
-    with pytest.raises(AnsibleFilterError, match=message):
-        acting_refusal(facts, "h", "ssh", part=part)
