@@ -161,11 +161,12 @@ def run_status(statuses, scope, accepted=()):
     return "complete", "every host of the pattern was targeted"
 
 
-def host_verdicts(report, accepted, not_converged=()):
+def host_verdicts(report, accepted, not_converged=(), not_acted=()):
     """{host: {"verdict": ok | fail | not_audited, "msg": why}} for the playbook's per-host verdict task.
 
     not_audited: unreachable (not accepted by its policy) or its collection failed; fail: a finding at or
-    above the fail severity, or (after a remediation) not converged."""
+    above the fail severity, or (after a remediation) not converged, or not acted on (the remediation refused
+    the host: remediation.json not_acted)."""
     # run.fail_severity keeps 'none' (summary.fail_severity names a real severity for the renderers)
     threshold = report["run"]["fail_severity"]
     verdicts = {}
@@ -181,6 +182,9 @@ def host_verdicts(report, accepted, not_converged=()):
                 len(failing), threshold, ", ".join(sorted({f["rule"] for f in failing})))}
         elif host in not_converged:
             verdicts[host] = {"verdict": VERDICT_FAIL, "msg": "not converged by the remediation"}
+        elif host in not_acted:
+            verdicts[host] = {"verdict": VERDICT_FAIL, "msg": "not acted on: the remediation refused this host "
+                                                              "(its message above says why and how to proceed)"}
         else:
             verdicts[host] = {"verdict": VERDICT_OK, "msg": "audited"}
     for host in not_converged:

@@ -204,3 +204,15 @@ def test_the_rollout_policy_is_checked_before_any_host_is_contacted(tmp_path, wa
     assert "Failed to connect" not in text and "ssh:" not in text, text[-3000:]
     assert_nothing_on_the_controller(result, calls, before)
     assert not report_dir.exists() or os.listdir(str(report_dir)) == []
+
+
+def test_a_refused_host_whose_findings_stay_below_the_fail_severity_still_fails_the_remediation(tmp_path, watched):
+    env, calls, before = watched
+    host = "gpu-t4-nvsmi-14"  # warnings only; the gpu_settings role would fix one of them
+    report_dir = tmp_path / "reports"
+    result = run_playbook("remediate.yml", env, "-e", "gpufleet_report_dir=%s" % report_dir, "--limit", host)
+    assert result.returncode == 2, output(result)[-4000:]
+    assert_nothing_on_the_controller(result, calls, before)
+    assert recap(result)[host]["failed"] == 1
+    assert ("not acted on: the remediation refused this host (its message above says why and how to proceed)"
+            in messages(result)), output(result)[-4000:]
