@@ -6,7 +6,9 @@
 Never on a host whose facts were replayed from a recorded fixture (the demo inventory's hosts): they describe
 a machine that was recorded, not the one the connection reaches. Never through a local connection, which acts
 on this controller, while the host's facts (or, before any facts are read, its inventory name) describe another
-machine. Any other connection reached the machine its live facts describe: they were read through it.
+machine. Never where live facts read through the host's connection describe this controller while the inventory
+names another machine (an ansible_host that resolves to the controller). Otherwise the connection reached the
+machine its live facts describe: they were read through it (ssh to a container on a loopback port included).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -54,13 +56,17 @@ def refusal(host, connection, facts_source=None, facts_hostname=None, controller
     the facts read (facts host.hostname); without it the inventory name stands for the machine meant."""
     if facts_source == REPLAY_SOURCE:
         return "its facts are replayed from a recorded fixture (gpufleet_facts_source=replay), not read from a machine"
+    controller = controller_names() if controller is None else controller
     if connection in LOCAL_CONNECTIONS:
-        controller = controller_names() if controller is None else controller
         described = facts_hostname or host
         if not names_this_machine(described, controller):
             return ("its connection is local, so it would act on this controller (%s), while its %s %s"
                     % (display_name(controller), "facts describe" if facts_hostname else "inventory name is",
                        described))
+    if facts_hostname and names_this_machine(facts_hostname, controller) and not names_this_machine(host, controller):
+        return ("its connection (%s) reached this controller (%s: the facts read through it are this machine's), "
+                "while its inventory name is %s (to act on the controller itself, name it %s or localhost)"
+                % (connection, display_name(controller), host, display_name(controller)))
     return None
 
 

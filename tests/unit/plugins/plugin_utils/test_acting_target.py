@@ -25,16 +25,24 @@ REPLAYED = "its facts are replayed from a recorded fixture (gpufleet_facts_sourc
      "its connection is local, so it would act on this controller (ctl), while its facts describe gpu-7"),
     ("gpu-7", "ansible.builtin.local", None, None,
      "its connection is local, so it would act on this controller (ctl), while its inventory name is gpu-7"),
+    # an ansible_host that resolves to the controller: the live facts read through it are the controller's
+    ("gpu-7", "ssh", "nvml", "ctl.example.net",
+     "its connection (ssh) reached this controller (ctl: the facts read through it are this machine's), "
+     "while its inventory name is gpu-7 (to act on the controller itself, name it ctl or localhost)"),
+    # the controller under another name
+    ("gpu-head", "local", "nvidia_smi", "CTL",
+     "its connection (local) reached this controller (ctl: the facts read through it are this machine's), "
+     "while its inventory name is gpu-head (to act on the controller itself, name it ctl or localhost)"),
 ])
 def test_refused(host, connection, source, hostname, expected):
     assert refusal(host, connection, source, hostname, CONTROLLER) == expected
 
 
 @pytest.mark.parametrize("host, connection, source, hostname", [
-    # the controller itself, named as it is, with its own live facts
+    # the controller itself, named as it is, with its own live facts, also over ssh
     ("localhost", "local", "nvml", "ctl.example.net"),
+    ("ctl.example.net", "ssh", "nvml", "ctl"),
     ("ctl", "local", None, None),
-    ("gpu-head", "local", "nvidia_smi", "CTL"),
     # the simulated fleet (tests/fleet): ssh to 127.0.0.1 on the container's port, live facts of the container
     ("fleet-01", "ssh", "nvidia_smi", "fleet-01"),
     ("fleet-01", "ssh", None, None),
