@@ -57,3 +57,18 @@ def test_a_host_the_second_audit_could_not_read_has_nothing_cleared():
     assert {(f["host"], f["rule"]) for f in record["remaining"]} == {
         ("b", "scheduling.mig_layout_drift"), ("b", "hardware.row_remap")}
     assert record["not_converged"] == ["b"]
+
+
+def test_a_host_the_compared_run_did_not_audit_is_never_cleared():
+    # the folder compared with audited a and b only (--limit); the later run audited a and c
+    before = report("r1", [finding("b", "hardware.row_remap", None, "0000:07:00.0", "critical"),
+                           finding("a", "workload.restart_policy", "restart_policy")], {"a": "ok", "b": "ok"})
+    after = report("r2", [finding("c", "driver.pin_drift", "driver")], {"a": "ok", "c": "ok"})
+    record = compare(before, after)
+    assert [(f["host"], f["rule"]) for f in record["cleared"]] == [("a", "workload.restart_policy")]
+    assert record["remaining"] == [] and record["new"] == [] and record["not_converged"] == []
+    assert [(f["host"], f["rule"], f["why"]) for f in record["not_compared"]] == [
+        ("b", "hardware.row_remap", "run r2 did not audit b"), ("c", "driver.pin_drift", "run r1 did not audit c")]
+    text = render_summary(record)
+    assert text.startswith("Remediation r1 -> r2: 1 finding(s) cleared, 0 remain, 0 new")
+    assert "Not compared: 2 finding(s) of hosts only one of the two runs audited (b, c)" in text
