@@ -58,6 +58,14 @@ def invert_groups(groups):
     return by_host
 
 
+def retention_by_host(hosts, host_policies, settings):
+    """{host: (facts_days, runs_days)} of a run's hosts: each host's own policy's, else the settings' (a run
+    recorded without its hosts' policies)."""
+    host_policies = host_policies or {}
+    return {host: retention_of([host_policies[host]]) if host in host_policies
+            else (settings.facts_days, settings.runs_days) for host in hosts}
+
+
 def settings_for(report_root, inventory_url=None, enabled=None, policies=(), environ=None, groups=None):
     """groups: Ansible's {group: [hosts]}, for group baselines. Imports nothing beyond the standard library:
     a controller without SQLAlchemy gets a store that fails (and says why), not a failed audit."""
@@ -82,7 +90,8 @@ def store_and_compare(url, report, facts_by_host, settings, extend=None, run_dir
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import (
         finding_documents, open_findings, previous_complete_run)
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.schema import ensure_schema
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import apply_retention, scope_key, write_run
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.retention import apply_retention
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import scope_key, write_run
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import fleet_counters
     counters = fleet_counters(facts_by_host, extracts)
     engine = make_engine(url)
@@ -101,13 +110,14 @@ def store_and_compare(url, report, facts_by_host, settings, extend=None, run_dir
                 lambda identities: finding_documents(connection, previous_run.id, identities))
             run_pk = write_run(connection, report, facts_by_host, identified, history, run_dir=run_dir,
                                counters_by_host=counters, host_policies=host_policies, extracts=extracts)
-            removed = apply_retention(connection, settings.facts_days, settings.runs_days)
+            removed = apply_retention(connection, run_pk, retention_by_host(report["hosts"], host_policies, settings))
     finally:
         engine.dispose()
+    skipped = removed.pop("skipped")
     section = {"status": "written", "url": redacted(url), "source": settings.source, "revision": revision,
                "run": run_pk, "previous_run": changes["against"], "error": None,
                "retention": {"facts_days": settings.facts_days, "runs_days": settings.runs_days,
-                             "removed": removed}}
+                             "removed": removed, "skipped": skipped}}
     return identified, history, changes, section
 
 

@@ -2,22 +2,20 @@
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Writes one run (its record, host statuses, facts, findings, causes and GPU counters) on a connection
-whose transaction the caller holds, and applies the retention policy."""
+whose transaction the caller holds (the retention: store/retention.py)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import datetime
 import json
 import os
 import zlib
 
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import delete, select
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import fleet_counters
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import compressed_facts, extract_blob
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import (
-    BASELINES, CAUSES, COUNTER_COLUMNS, FACTS, FINDINGS, GPU_COUNTERS, HOSTS, RUN_TABLES, RUNS)
+    CAUSES, COUNTER_COLUMNS, FACTS, FINDINGS, GPU_COUNTERS, HOSTS, RUNS)
 
 UNSCOPED = "all"
 
@@ -171,26 +169,3 @@ def write_run(connection, report, facts_by_host, identified, history, keep_facts
     insert_rows(connection, GPU_COUNTERS, COUNTER_ROW_COLUMNS,
                 counter_rows(run_pk, counters_by_host, facts_by_host, started or ""))
     return run_pk
-
-
-def cutoff(now, days):
-    return (now - datetime.timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def apply_retention(connection, facts_days, runs_days, now=None):
-    """Remove facts older than facts_days and runs (with their hosts, findings, causes and counters) older
-    than runs_days, except runs a baseline names. Returns {"facts": rows, "runs": rows} removed."""
-    now = now or datetime.datetime.now(datetime.timezone.utc)
-    removed = {"facts": 0, "runs": 0}
-    if facts_days:
-        old = select(RUNS.c.id).where(RUNS.c.started_at < cutoff(now, facts_days)).scalar_subquery()
-        removed["facts"] = connection.execute(delete(FACTS).where(FACTS.c.run_pk.in_(old))).rowcount
-    if runs_days:
-        kept = select(BASELINES.c.run_pk)
-        old_runs = [row.id for row in connection.execute(
-            select(RUNS.c.id).where(RUNS.c.started_at < cutoff(now, runs_days), RUNS.c.id.not_in(kept)))]
-        if old_runs:
-            for table in RUN_TABLES:
-                connection.execute(delete(table).where(table.c.run_pk.in_(old_runs)))
-            removed["runs"] = connection.execute(delete(RUNS).where(RUNS.c.id.in_(old_runs))).rowcount
-    return removed
