@@ -82,16 +82,47 @@ def stored_policies(record):
             if 0 <= index < len(policies)}
 
 
-def insert_run(connection, report, host_policies=None):
+MAX_RUN_ID_ATTEMPTS = 1000
+
+
+def run_id_candidates(run_id):
+    """run_id, then run_id-2, -3, ...: a run of another controller or slice that started in the same second
+    (a shared store) holds the first."""
+    yield run_id
+    for attempt in range(2, MAX_RUN_ID_ATTEMPTS + 1):
+        yield "%s-%d" % (run_id, attempt)
+
+
+def inserted_unless_taken(connection, statement):
+    """The inserted row's number, or None when the run id is taken (the transaction goes on: PostgreSQL in a
+    savepoint; SQLite aborts only the statement, and a savepoint there would end the driver's transaction)."""
+    from sqlalchemy.exc import IntegrityError
+    try:
+        if connection.dialect.name == "postgresql":
+            with connection.begin_nested():
+                return connection.execute(statement).inserted_primary_key[0]
+        return connection.execute(statement).inserted_primary_key[0]
+    except IntegrityError:
+        return None
+
+
+def insert_run(connection, report, host_policies=None, run_dir=None):
+    """Inserts the run's record under the first free id of run_id_candidates, which becomes report.run.id.
+    Returns the run's row number."""
     run = report["run"]
-    record = dict(run, **{POLICIES_KEY: policies_record(host_policies)}) if host_policies else run
-    result = connection.execute(RUNS.insert().values(
-        run_id=run["id"], scope_key=scope_key(run), status=run["status"], status_reason=run.get("status_reason"),
-        started_at=run.get("started_at"), finished_at=run.get("finished_at"), tool_version=run.get("tool_version"),
-        report_version=report.get("report_version"), run_dir=run.get("run_dir"),
-        hosts_total=len(report["hosts"]), findings_total=len(report["findings"]),
-        record=dumps(record), summary=dumps(report["summary"])))
-    return result.inserted_primary_key[0]
+    stored_policies_record = {POLICIES_KEY: policies_record(host_policies)} if host_policies else {}
+    for run_id in run_id_candidates(run["id"]):
+        record = dict(run, id=run_id, **stored_policies_record)
+        run_pk = inserted_unless_taken(connection, RUNS.insert().values(
+            run_id=run_id, scope_key=scope_key(run), status=run["status"], status_reason=run.get("status_reason"),
+            started_at=run.get("started_at"), finished_at=run.get("finished_at"), tool_version=run.get("tool_version"),
+            report_version=report.get("report_version"), run_dir=run_dir or run.get("run_dir"),
+            hosts_total=len(report["hosts"]), findings_total=len(report["findings"]),
+            record=dumps(record), summary=dumps(report["summary"])))
+        if run_pk is not None:
+            run["id"] = run_id
+            return run_pk
+    raise ValueError("no free run id in the store after %d tries: %s-N" % (MAX_RUN_ID_ATTEMPTS, run["id"]))
 
 
 def insert_rows(connection, table, columns, rows):
@@ -150,7 +181,7 @@ def write_run(connection, report, facts_by_host, identified, history, keep_facts
     are; host_policies: {host: effective policy}, kept in the run record (store/aggregate.py reads them);
     extracts: {host: the worker's store extract} (store/extract.py), whose compressed facts are stored as they are.
     Returns the run's row number."""
-    run_pk = insert_run(connection, report, host_policies)
+    run_pk = insert_run(connection, report, host_policies, run_dir)
     started = report["run"].get("started_at")
     insert_rows(connection, HOSTS, HOST_COLUMNS, [
         (run_pk, host, entry["status"], entry.get("message"), entry.get("facts_file"))

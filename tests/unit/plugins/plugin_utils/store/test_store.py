@@ -2,6 +2,7 @@
 per run, stable finding identities, new / persisting / cleared, migrations, failures that never stop a run."""
 
 import datetime
+import json
 
 import pytest
 from sqlalchemy import inspect, select, text
@@ -271,6 +272,51 @@ def test_a_stored_run_far_in_the_future_of_the_clock_stops_the_retention(store_u
     record(store_url, report, facts, facts_days=30, runs_days=365)
     assert "after this controller's clock" in report["store"]["retention"]["skipped"]
     assert counts(store_url)["runs"] == 3
+
+
+def test_two_controllers_starting_in_the_same_second_are_both_stored(store_url):
+    first, facts = make_run("20260301T120000Z", T3, {"node-1": [xid("node-1")]})
+    record(store_url, first, facts)
+    second, facts = make_run("20260301T120000Z", T3, {"node-2": [xid("node-2")]})
+    record(store_url, second, facts)
+    third, facts = make_run("20260301T120000Z", T3, {"node-3": []})
+    record(store_url, third, facts)
+    assert [report["store"]["status"] for report in (first, second, third)] == ["written"] * 3
+    assert [report["run"]["id"] for report in (first, second, third)] == [
+        "20260301T120000Z", "20260301T120000Z-2", "20260301T120000Z-3"]
+    engine = make_engine(store_url)
+    with engine.connect() as connection:
+        stored = {row.run_id: row.hosts_total for row in list_runs(connection)}
+        record_ids = [json.loads(value)["id"] for value in connection.execute(select(RUNS.c.record).order_by(RUNS.c.id)
+                                                                              ).scalars()]
+    engine.dispose()
+    assert stored == {"20260301T120000Z": 1, "20260301T120000Z-2": 1, "20260301T120000Z-3": 1}
+    assert record_ids == ["20260301T120000Z", "20260301T120000Z-2", "20260301T120000Z-3"]
+    assert counts(store_url)["findings"] == 2
+
+
+def record_one_run(url, number, barrier, results):
+    report, facts = make_run("20260301T120000Z", T3, {"node-%d" % number: [xid("node-%d" % number)]})
+    barrier.wait()
+    record(url, report, facts)
+    results.put((report["store"]["status"], report["store"]["error"], report["run"]["id"]))
+
+
+def test_audits_creating_a_new_sqlite_store_at_once_are_all_stored(tmp_path):
+    import multiprocessing
+    url = "sqlite:///%s" % (tmp_path / "new" / "gpufleet.sqlite")
+    context = multiprocessing.get_context("fork")
+    barrier, results = context.Barrier(6), context.Queue()
+    workers = [context.Process(target=record_one_run, args=(url, number, barrier, results)) for number in range(6)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(120)
+    outcomes = [results.get(timeout=5) for _worker in workers]
+    assert [(status, error) for status, error, _id in outcomes] == [("written", None)] * 6
+    assert sorted(run_id for _status, _error, run_id in outcomes) == sorted(
+        ["20260301T120000Z"] + ["20260301T120000Z-%d" % n for n in range(2, 7)])
+    assert counts(url)["runs"] == 6
 
 
 def test_the_codes_revision_list_is_alembics():
