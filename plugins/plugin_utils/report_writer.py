@@ -160,11 +160,12 @@ def point_latest(run_dir, report_root, link_name=LATEST):
         temporary = os.path.join(report_root, ".%s.%d.tmp" % (link_name, os.getpid()))
         if os.path.lexists(temporary):
             os.unlink(temporary)
-        os.symlink(link_target(run_dir, report_root), temporary)
         try:
+            os.symlink(link_target(run_dir, report_root), temporary)
             os.replace(temporary, latest)
         except BaseException:
-            os.unlink(temporary)
+            if os.path.lexists(temporary):
+                os.unlink(temporary)
             raise
     return latest
 

@@ -106,15 +106,17 @@ def inserted_unless_taken(connection, statement):
         return None
 
 
-def insert_run(connection, report, host_policies=None, run_dir=None):
-    """Inserts the run's record under the first free id of run_id_candidates, which becomes report.run.id.
-    Returns the run's row number."""
+def insert_run(connection, report, host_policies=None, run_dir=None, status=None):
+    """Inserts the run's record under the first free id of run_id_candidates, which becomes report.run.id;
+    status: the run's status in the store's runs table when not the report's (store/record.py: unfinished until
+    the run folder is complete). Returns the run's row number."""
     run = report["run"]
     stored_policies_record = {POLICIES_KEY: policies_record(host_policies)} if host_policies else {}
     for run_id in run_id_candidates(run["id"]):
         record = dict(run, id=run_id, **stored_policies_record)
         run_pk = inserted_unless_taken(connection, RUNS.insert().values(
-            run_id=run_id, scope_key=scope_key(run), status=run["status"], status_reason=run.get("status_reason"),
+            run_id=run_id, scope_key=scope_key(run), status=status or run["status"],
+            status_reason=run.get("status_reason"),
             started_at=run.get("started_at"), finished_at=run.get("finished_at"), tool_version=run.get("tool_version"),
             report_version=report.get("report_version"), run_dir=run_dir or run.get("run_dir"),
             hosts_total=len(report["hosts"]), findings_total=len(report["findings"]),
@@ -175,13 +177,13 @@ def finding_rows(run_pk, identified, history, started):
 
 
 def write_run(connection, report, facts_by_host, identified, history, keep_facts=True, run_dir=None,
-              counters_by_host=None, host_policies=None, extracts=None):
+              counters_by_host=None, host_policies=None, extracts=None, status=None):
     """Insert the run; identified: [(finding, identity, identity parts)]; history: {identity: (first_seen, runs_open)}.
     run_dir: the run folder, whose facts files (hosts.<host>.facts_file, relative to it) are stored as they
     are; host_policies: {host: effective policy}, kept in the run record (store/aggregate.py reads them);
-    extracts: {host: the worker's store extract} (store/extract.py), whose compressed facts are stored as they are.
-    Returns the run's row number."""
-    run_pk = insert_run(connection, report, host_policies, run_dir)
+    extracts: {host: the worker's store extract} (store/extract.py), whose compressed facts are stored as they are;
+    status: insert_run's. Returns the run's row number."""
+    run_pk = insert_run(connection, report, host_policies, run_dir, status)
     started = report["run"].get("started_at")
     insert_rows(connection, HOSTS, HOST_COLUMNS, [
         (run_pk, host, entry["status"], entry.get("message"), entry.get("facts_file"))
