@@ -21,6 +21,7 @@ import os
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import StoreError
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import (
     run_facts, run_findings, run_hosts)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import UNFINISHED
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import select
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import RUNS
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import stored_policies
@@ -117,6 +118,8 @@ def aggregate_status(union, count):
     for entry in union.slices:
         if entry["status"] == "failed":
             problems.append("slice run %s failed" % entry["run"])
+        if entry["status"] == UNFINISHED:
+            problems.append("slice run %s is unfinished (its reports were not all written)" % entry["run"])
         if entry["hosts_without_facts"]:
             problems.append("slice run %s has no stored facts of %d host(s) (retention?)" % (
                 entry["run"], len(entry["hosts_without_facts"])))
