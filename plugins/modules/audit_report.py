@@ -24,7 +24,11 @@ description:
   - Writes C(report.json), C(report.html), C(junit.xml), C(gpufleet.prom) and C(hosts.txt) into the run folder,
     each atomically, with the permissions the umask allows (facts at most 0640, reports at most 0666; never wider
     than the umask). Only then it points C(<report_root>/latest) at the run when the run is V(complete), or
-    C(<report_root>/latest-partial) when it is V(partial); a V(failed) run moves neither.
+    C(<report_root>/latest-partial) when it is V(partial); a V(failed) run moves neither, and neither link moves
+    back to a run that started before the one it points at (overlapping audits end at the newer one).
+  - With a store, the run is recorded as C(unfinished) before its reports are written and gets its status once
+    they are all in place; its id is the run folder's name, or C(<name>-2), C(-3), ... where a shared store holds
+    that id already (the run id in RV(stats) and in every report).
   - The run status, in C(report.json) under C(run.status) and shown by every report - V(complete) when every
     inventory host of O(scope_hosts) was targeted, V(partial) when only some were (C(--limit)), V(failed) when no
     host's facts could be read. A partial or failed run writes no fleet-wide series into its C(gpufleet.prom).
