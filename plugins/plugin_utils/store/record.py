@@ -98,7 +98,7 @@ def store_and_compare(url, report, facts_by_host, settings, extend=None, run_dir
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import (
         finding_documents, open_findings, previous_complete_run)
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.schema import ensure_schema
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.retention import apply_retention
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.retention import WholeScope, apply_retention
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import scope_key, write_run
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import fleet_counters
     counters = fleet_counters(facts_by_host, extracts)
@@ -120,7 +120,10 @@ def store_and_compare(url, report, facts_by_host, settings, extend=None, run_dir
             run_pk = write_run(connection, report, facts_by_host, identified, history, run_dir=run_dir,
                                counters_by_host=counters, host_policies=host_policies, extracts=extracts,
                                status=status)
-            removed = apply_retention(connection, run_pk, retention_by_host(report["hosts"], host_policies, settings))
+            whole_scope = WholeScope(scope_key(report["run"]), settings.facts_days, settings.runs_days) \
+                if report["run"].get("status") == "complete" else None
+            removed = apply_retention(connection, run_pk, retention_by_host(report["hosts"], host_policies, settings),
+                                      whole_scope)
     finally:
         engine.dispose()
     skipped = removed.pop("skipped")

@@ -3,7 +3,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The store's retention, applied by each run to what it owns: the facts of its own hosts, after their own
 policy's store.retention.facts_days, and the runs whose every host it audited, after the longest runs_days of
-those hosts. A --limit run of one group never removes another group's data, whatever its policy says.
+those hosts. A complete run of its whole scope also owns the earlier runs of that scope (hosts since removed from
+the inventory included), after the longest windows of its policies. A --limit run of one group never removes
+another group's data, whatever its policy says.
 
 Retention trusts the controller's clock only where the stored history agrees with it: when the newest earlier
 run started far after the clock (the clock went back) or longer ago than the longest retention window in play
@@ -60,9 +62,24 @@ def clock_disagreement(connection, run_pk, now, windows):
     return None
 
 
-def remove_facts(connection, run_pk, retention_by_host, now):
-    """Each of the run's hosts' facts in earlier runs older than that host's facts_days."""
+class WholeScope:
+    """What a complete run of its whole scope owns besides its hosts: the earlier runs of scope_key, kept
+    facts_days and runs_days (the longest of its policies; 0: forever)."""
+
+    __slots__ = ("scope_key", "facts_days", "runs_days")
+
+    def __init__(self, scope_key, facts_days, runs_days):
+        self.scope_key, self.facts_days, self.runs_days = scope_key, facts_days, runs_days
+
+
+def remove_facts(connection, run_pk, retention_by_host, now, scope=None):
+    """Each of the run's hosts' facts in earlier runs older than that host's facts_days; with scope (WholeScope),
+    every host's facts in the scope's runs older than its facts_days."""
     removed = 0
+    if scope is not None and scope.facts_days:
+        old = select(RUNS.c.id).where(RUNS.c.started_at < cutoff(now, scope.facts_days), RUNS.c.id != run_pk,
+                                      RUNS.c.scope_key == scope.scope_key).scalar_subquery()
+        removed += connection.execute(delete(FACTS).where(FACTS.c.run_pk.in_(old))).rowcount
     by_days = {}
     for host, (facts_days, _runs_days) in retention_by_host.items():
         if facts_days:
@@ -94,16 +111,26 @@ def owned_expired(run_hosts, started_at, retention_by_host, now):
     return started_at < cutoff(now, max(windows))
 
 
-def remove_runs(connection, run_pk, retention_by_host, now):
-    """The earlier runs this run owns (owned_expired), except those a baseline names."""
+def scope_expired(row, scope, now):
+    """True when a run is one of the whole scope's (WholeScope) and older than its runs_days."""
+    return (scope is not None and scope.runs_days and row.scope_key == scope.scope_key
+            and row.started_at < cutoff(now, scope.runs_days))
+
+
+def remove_runs(connection, run_pk, retention_by_host, now, scope=None):
+    """The earlier runs this run owns (owned_expired, scope_expired), except those a baseline names."""
     windows = [days for _facts, days in retention_by_host.values() if days]
+    if scope is not None and scope.runs_days:
+        windows.append(scope.runs_days)
     if not windows:
         return 0
-    candidates = {row.id: row.started_at for row in connection.execute(
-        select(RUNS.c.id, RUNS.c.started_at).where(RUNS.c.started_at < cutoff(now, min(windows)), RUNS.c.id != run_pk,
-                                                  RUNS.c.id.not_in(select(BASELINES.c.run_pk))))}
+    candidates = {row.id: row for row in connection.execute(
+        select(RUNS.c.id, RUNS.c.started_at, RUNS.c.scope_key).where(
+            RUNS.c.started_at < cutoff(now, min(windows)), RUNS.c.id != run_pk,
+            RUNS.c.id.not_in(select(BASELINES.c.run_pk))))}
     hosts = hosts_of_runs(connection, list(candidates))
-    old_runs = [pk for pk, started in candidates.items() if owned_expired(hosts[pk], started, retention_by_host, now)]
+    old_runs = [pk for pk, row in candidates.items() if scope_expired(row, scope, now)
+                or owned_expired(hosts[pk], row.started_at, retention_by_host, now)]
     removed = 0
     for part in chunks(old_runs):
         for table in RUN_TABLES:
@@ -112,13 +139,16 @@ def remove_runs(connection, run_pk, retention_by_host, now):
     return removed
 
 
-def apply_retention(connection, run_pk, retention_by_host, now=None):
+def apply_retention(connection, run_pk, retention_by_host, scope=None, now=None):
     """run_pk: the run just written (never removed); retention_by_host: {host: (facts_days, runs_days)} of the
-    run's hosts (0: keep forever). Returns {"facts": rows, "runs": runs removed, "skipped": why or None}."""
+    run's hosts (0: keep forever); scope: a WholeScope when the run was complete. Returns {"facts": rows,
+    "runs": runs removed, "skipped": why or None}."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
     windows = [days for pair in retention_by_host.values() for days in pair]
+    if scope is not None:
+        windows += [scope.facts_days, scope.runs_days]
     skipped = clock_disagreement(connection, run_pk, now, windows)
     if skipped:
         return {"facts": 0, "runs": 0, "skipped": skipped}
-    return {"facts": remove_facts(connection, run_pk, retention_by_host, now),
-            "runs": remove_runs(connection, run_pk, retention_by_host, now), "skipped": None}
+    return {"facts": remove_facts(connection, run_pk, retention_by_host, now, scope),
+            "runs": remove_runs(connection, run_pk, retention_by_host, now, scope), "skipped": None}

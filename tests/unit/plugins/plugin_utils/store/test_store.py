@@ -249,6 +249,20 @@ def test_a_limit_run_of_one_group_applies_its_retention_to_that_groups_data_only
     assert report["store"]["retention"]["skipped"] is None
 
 
+def test_a_complete_run_owns_its_scopes_earlier_runs_and_no_other_scopes(store_url):
+    keep = {"facts_days": 0, "runs_days": 0}
+    # a host since removed from the inventory, in an old run of the whole fleet; another pattern's old run
+    record(store_url, *make_run("all-old", days_ago(400), {"node-1": [], "retired-9": []}), **keep)
+    record(store_url, *make_run("h100-old", days_ago(400), {"other-1": []}, pattern="h100"), **keep)
+    record(store_url, *make_run("all-recent", days_ago(60), {"node-1": [], "retired-9": []}), **keep)
+    report, facts = make_run("all-today", T4, {"node-1": []})
+    record(store_url, report, facts, facts_days=30, runs_days=365)
+    assert facts_hosts(store_url, "all-old") is None
+    assert facts_hosts(store_url, "h100-old") == ["other-1"]
+    assert facts_hosts(store_url, "all-recent") == []
+    assert report["store"]["retention"]["removed"] == {"facts": 4, "runs": 1}
+
+
 def test_a_clock_that_jumped_forward_does_not_purge_the_history(store_url):
     keep = {"facts_days": 0, "runs_days": 0}
     # the controller's clock now reads two years after the newest stored run
