@@ -124,3 +124,13 @@ def test_latest_is_the_complete_run_that_started_last_not_a_partial_or_older_one
     assert status == 0 and "the whole fleet: run started-later" in out
     assert json.loads(run(["--store-url", store_url, "show", "latest", "--json"], capsys)[1])["run"]["id"] == \
         "started-later"
+
+
+def test_an_unfinished_run_cannot_be_a_baseline(store_url, capsys):  # noqa: F811
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings, record_run
+    report, facts = make_run("killed", T1, {"node-1": []})
+    record_run(StoreSettings(store_url, "test"), report, facts, reports_pending=True)
+    status, _out, err = run(["--store-url", store_url, "baseline", "set", "killed"], capsys)
+    assert status == 1 and "run killed is unfinished (its reports were not all written)" in err
+    listed = json.loads(run(["--store-url", store_url, "runs", "--json"], capsys)[1])
+    assert [(item["run"], item["status"]) for item in listed] == [("killed", "unfinished")]
