@@ -243,6 +243,45 @@ def test_no_host_matched_exits_4_and_writes_nothing(tmp_path):
     assert not report_dir.exists()
 
 
+INVENTORIES_WITHOUT_HOSTS = {
+    "missing": (None, "does not exist"),
+    "empty": ("", "is empty or could not be parsed"),
+    "unparsable": ("all: [hosts\n", "is empty or could not be parsed"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(INVENTORIES_WITHOUT_HOSTS))
+def test_an_inventory_without_hosts_exits_4_naming_it(tmp_path, kind):
+    text, reason = INVENTORIES_WITHOUT_HOSTS[kind]
+    inventory = tmp_path / "hosts.yml"
+    if text is not None:
+        inventory.write_text(text)
+    report_dir = tmp_path / "reports"
+    result = run_audit(str(inventory), report_dir)
+    assert result.returncode == 4, output(result)[-3000:]
+    assert "not audited: the inventory has no host: %s %s" % (inventory, reason) in " ".join(result.stdout.split())
+    assert recap(result) == {"localhost": {"ok": 0, "changed": 0, "unreachable": 1, "failed": 0, "skipped": 0,
+                                           "rescued": 0, "ignored": 0}}
+    assert not report_dir.exists()
+
+
+@pytest.mark.parametrize("playbook", ["incident.yml", "remediate.yml", "loadstep.yml"])
+def test_the_other_auditing_playbooks_exit_4_when_nothing_was_audited(tmp_path, playbook):
+    missing = str(tmp_path / "missing.yml")
+    cases = [([missing], "the inventory has no host: %s does not exist" % missing)]
+    if playbook != "incident.yml":  # the incident's pattern is its --limit (one that matches nothing: exit 1)
+        inventory = write_inventory(tmp_path / "hosts.yml", {HEALTHY: local_host(HEALTHY)})
+        cases.append(([inventory, "-e", "gpufleet_audit_hosts=no_such_group", "-e", "gpufleet_load_service=x"],
+                      "no host matched the pattern no_such_group"))
+    for argv, reason in cases:
+        result = subprocess.run([PLAYBOOK_BIN, playbook, "-i"] + argv + ["-e", "gpufleet_report_dir=%s" % (
+            tmp_path / "reports")], cwd=ROOT, env=playbook_env(), capture_output=True, text=True, timeout=300,
+            check=False)
+        assert result.returncode == 4, (argv, output(result)[-3000:])
+        assert "not audited: %s" % reason in " ".join(result.stdout.split())
+    assert not (tmp_path / "reports").exists()
+
+
 def test_an_invalid_policy_exits_4_before_any_host_is_contacted(tmp_path):
     # every module run on these hosts starts this interpreter, which leaves a mark: none may appear
     contacted = tmp_path / "contacted"
