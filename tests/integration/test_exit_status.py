@@ -282,14 +282,20 @@ def test_the_other_auditing_playbooks_exit_4_when_nothing_was_audited(tmp_path, 
     assert not (tmp_path / "reports").exists()
 
 
-def test_an_invalid_policy_exits_4_before_any_host_is_contacted(tmp_path):
-    # every module run on these hosts starts this interpreter, which leaves a mark: none may appear
+def marking_interpreter(tmp_path):
+    """(interpreter, mark): every module run with this interpreter appends a line to the mark file."""
     contacted = tmp_path / "contacted"
     interpreter = tmp_path / "python"
     interpreter.write_text("#!/bin/sh\necho \"$@\" >> %s\nexec %s \"$@\"\n" % (contacted, sys.executable))
     interpreter.chmod(0o755)
+    return str(interpreter), contacted
+
+
+def test_an_invalid_policy_exits_4_before_any_host_is_contacted(tmp_path):
+    # every module run on these hosts starts this interpreter, which leaves a mark: none may appear
+    interpreter, contacted = marking_interpreter(tmp_path)
     policy = {"gpufleet_policy": {"thresholds": {"memory_used_pct": "high"}}}
-    hosts = {name: local_host(name, ansible_python_interpreter=str(interpreter)) for name in (HEALTHY, NVSMI)}
+    hosts = {name: local_host(name, ansible_python_interpreter=interpreter) for name in (HEALTHY, NVSMI)}
     inventory = write_inventory(tmp_path / "hosts.yml", hosts, group_vars=policy)
     report_dir = tmp_path / "reports"
     result = run_audit(inventory, report_dir)
@@ -301,6 +307,27 @@ def test_an_invalid_policy_exits_4_before_any_host_is_contacted(tmp_path):
     assert "not audited: the policy check failed (the reason is with " in result.stdout
     assert not contacted.exists(), contacted.read_text()
     assert {host: counts["unreachable"] for host, counts in recap(result).items()} == {HEALTHY: 1, NVSMI: 1}
+    assert not report_dir.exists()
+
+
+@pytest.mark.parametrize("setting, value, allowed", [
+    # each exited 2 ("findings") with no report before the settings were checked
+    ("gpufleet_fail_severity", "bogus", "must be one of critical, warning, info, none, got 'bogus'"),
+    ("gpufleet_store", "maybe", "must be true or false, got 'maybe'"),
+])
+def test_a_bad_setting_exits_4_naming_it_before_any_host_is_contacted(tmp_path, setting, value, allowed):
+    interpreter, contacted = marking_interpreter(tmp_path)
+    hosts = {name: local_host(name, ansible_python_interpreter=interpreter) for name in (HEALTHY, LOST_GPU)}
+    inventory = write_inventory(tmp_path / "hosts.yml", hosts, group_vars={"gpufleet_collect_timeout": "soon"})
+    report_dir = tmp_path / "reports"
+    result = run_audit(inventory, report_dir, "-e", "%s=%s" % (setting, value))
+    assert result.returncode == 4, output(result)[-3000:]
+    assert "Invalid gpufleet settings for 2 of 2 hosts (no host was contacted); fix these variables:" in result.stdout
+    assert "- %s: %s (in <CLI option '-e'>) - 2 hosts: every host of group all" % (setting, allowed) in result.stdout
+    assert ("- gpufleet_collect_timeout: must be a whole number of at least 1, got 'soon' (in %s, line "
+            % inventory) in result.stdout
+    assert not contacted.exists(), contacted.read_text()
+    assert {host: counts["unreachable"] for host, counts in recap(result).items()} == {HEALTHY: 1, LOST_GPU: 1}
     assert not report_dir.exists()
 
 
