@@ -119,6 +119,16 @@ def subset_list(value):
     return None
 
 
+def point_in_time(value):
+    """An incident window's end: ISO 8601 or epoch seconds, as gpu_evidence reads it."""
+    from ansible_collections.gpufleet.core.plugins.modules.gpu_evidence import parse_time
+    try:
+        parse_time(value)
+    except (TypeError, ValueError, OverflowError):
+        return "must be an ISO 8601 time (2026-11-30T06:00:00Z; no zone: UTC) or epoch seconds"
+    return None
+
+
 def store_url(value):
     allowed = "must be a database URL: postgresql://user:password@host:5432/name or sqlite:////path/file.sqlite"
     if text(value):
@@ -187,6 +197,8 @@ SETTINGS = collections.OrderedDict([
     (SLICE_NUMBER, setting(unset_or(whole_number(1)))),
     (SLICE_COUNT, setting(unset_or(whole_number(1)))),
     # incident.yml (docs/incident.md)
+    ("gpufleet_incident_since", setting(point_in_time)),
+    ("gpufleet_incident_until", setting(point_in_time)),
     ("gpufleet_incident_hours", setting(positive_number)),
     ("gpufleet_incident_timeout", setting(whole_number(1))),
     ("gpufleet_incident_dcgm_diag", setting(flag)),

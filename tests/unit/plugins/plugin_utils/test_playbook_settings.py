@@ -34,6 +34,10 @@ def lines(variables):
     ("gpufleet_bmc_port", 70000, "must be a whole number from 1 to 65535, got 70000"),
     ("gpufleet_incident_hours", "a day", "must be a number greater than 0, got 'a day'"),
     ("gpufleet_incident_dcgm_diag", "perhaps", "must be true or false, got 'perhaps'"),
+    ("gpufleet_incident_since", "yesterday", "must be an ISO 8601 time (2026-11-30T06:00:00Z; no zone: UTC) or "
+     "epoch seconds, got 'yesterday'"),
+    ("gpufleet_incident_until", "2026-11-31T06:00:00Z", "must be an ISO 8601 time (2026-11-30T06:00:00Z; no zone: "
+     "UTC) or epoch seconds, got '2026-11-31T06:00:00Z'"),
     ("gpufleet_services", 5, "must be a list of non-empty strings, got 5"),
     ("gpufleet_kernel_log_files", {"a": 1}, "must be a list of non-empty strings, got a mapping"),
     ("gpufleet_gather_subset", ["all", "!bmcs"], "must be a list of all, min, driver, gpus, processes, mig, nvlink, "
@@ -59,6 +63,7 @@ def test_a_bad_value_names_the_variable_what_it_allows_and_what_it_got(name, val
     # an AWX survey's unanswered question
     {"gpufleet_slice_number": "", "gpufleet_slice_count": "", "gpufleet_run_group": ""},
     {"gpufleet_incident_hours": "1.5", "unrelated_variable": "anything"},
+    {"gpufleet_incident_since": "2026-11-30T06:00:00+02:00", "gpufleet_incident_until": 1796018400},
 ])
 def test_good_values_pass(variables):
     assert lines(variables) == []
