@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The playbooks' documented settings (audit.yml's header, README, docs/incident.md, docs/awx.md): what each
-allows, checked on the controller with the policies, before any host is contacted (policy_check's
-O(settings); tasks/audit_run.yml). A bad value is a problem that names the variable, what it allows and what it
+"""The playbooks' documented settings (audit.yml's header, README, docs/incident.md, docs/awx.md, remediate.yml's
+header): what each allows, checked on the controller with the policies, before any host is contacted
+(policy_check's O(settings); tasks/audit_run.yml). A bad value is a problem that names the variable, what it allows and what it
 got, in the policy's own format, so that it ends the run the way an invalid policy does (exit status 4).
 
 The allowed values come from where they are used: the options of gpu_facts (its documentation), the fail
@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import collections
+import functools
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
@@ -30,8 +31,10 @@ SUBSET_WORDS = ("all", "min") + ALL_SUBSETS
 STORE_BACKENDS = ("sqlite", "postgresql", "postgres")
 
 
+@functools.lru_cache(maxsize=None)
 def gpu_facts_choices(option):
-    """The choices of one gpu_facts option, from the module's documentation (the argument spec's twin)."""
+    """The choices of one gpu_facts option, from the module's documentation (the argument spec's twin), read
+    once: a fleet's check asks for them for every host."""
     import yaml
     from ansible_collections.gpufleet.core.plugins.modules import gpu_facts
     return tuple(yaml.safe_load(gpu_facts.DOCUMENTATION)["options"][option]["choices"])
@@ -196,6 +199,8 @@ SETTINGS = collections.OrderedDict([
     ("gpufleet_run_group", setting(unset_or(text))),
     (SLICE_NUMBER, setting(unset_or(whole_number(1)))),
     (SLICE_COUNT, setting(unset_or(whole_number(1)))),
+    # remediate.yml
+    ("gpufleet_remediation_batch_size", setting(whole_number(1))),
     # incident.yml (docs/incident.md)
     ("gpufleet_incident_since", setting(point_in_time)),
     ("gpufleet_incident_until", setting(point_in_time)),

@@ -46,6 +46,7 @@ def lines(variables):
     ("gpufleet_audit_hosts", "", "must be a non-empty string, got ''"),
     ("gpufleet_report_dir", ["reports"], "must be a folder name (a string) or null, got a list"),
     ("gpufleet_slice_number", "first", "must be a whole number of at least 1, got 'first'"),
+    ("gpufleet_remediation_batch_size", 0, "must be a whole number of at least 1, got 0"),
 ])
 def test_a_bad_value_names_the_variable_what_it_allows_and_what_it_got(name, value, expected):
     assert lines({name: value}) == ["%s: %s" % (name, expected)]
