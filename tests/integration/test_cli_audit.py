@@ -126,15 +126,26 @@ def parent_of(pid):
         return int(handle.read().rsplit(")", 1)[1].split()[1])
 
 
+def command_line(pid):
+    with open("/proc/%d/cmdline" % pid, "rb") as handle:
+        return handle.read().replace(b"\0", b" ").decode(errors="replace")
+
+
 def end_left_behind(hung_pid):
-    """Kills what an interrupted audit left running (ansible-playbook, its worker, the hung host's process): the
-    pid when something was left, None when nothing was."""
+    """Kills what an interrupted audit left running: the hung host's process and, above it, the ansible-playbook
+    worker and main process it belongs to (never anything else). The pid when something was left, else None."""
     try:
-        worker = parent_of(hung_pid)
-        playbook = parent_of(worker)
+        if "sleep" not in command_line(hung_pid):
+            return None
+        left, pid = [hung_pid], hung_pid
+        for _level in ("worker", "main process"):
+            pid = parent_of(pid)
+            if pid <= 1 or "ansible-playbook" not in command_line(pid):
+                break
+            left.append(pid)
     except (OSError, ValueError, IndexError):
         return None
-    for pid in (playbook, worker, hung_pid):
+    for pid in left:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
