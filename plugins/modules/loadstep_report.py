@@ -65,8 +65,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 summary_text:
-  description: One line per host (refused, planned, or the step that broke and the suggestion), for the stdout callback C(gpufleet.core.audit) to print after the playbook's last task; with
-    any other stdout callback it is printed when this task runs.
+  description:
+    - One line per host (refused, planned, or the step that broke and the suggestion).
+    - For the stdout callback C(gpufleet.core.audit) to print after the playbook's last task; with any other
+      stdout callback it is printed when this task runs.
   returned: when the stdout callback is C(gpufleet.core.audit)
   type: str
 report_dir:
