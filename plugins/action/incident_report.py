@@ -16,6 +16,7 @@ from ansible_collections.gpufleet.core.plugins.modules.incident_report import AR
 from ansible_collections.gpufleet.core.plugins.plugin_utils.incident_run import run_incident
 from ansible_collections.gpufleet.core.plugins.plugin_utils.run_summary import show_summary
 
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False

@@ -20,6 +20,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import
 from ansible_collections.gpufleet.core.plugins.plugin_utils.run_summary import show_summary
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_text
 
+
 def _utc(epoch=None):
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
