@@ -105,5 +105,5 @@ def test_the_load_definition_is_copied_as_plain_data_not_deep_copied():
     entry = checked["workload"]["services"][0]
     entry["load"] = LazyLoadDefinition(entry["load"])
     result = plan("gpu-01", checked, "vllm", facts=idle_facts())
-    assert type(result["definition"]) is dict and result["definition"] == dict(entry["load"])
+    assert not isinstance(result["definition"], LazyLoadDefinition) and result["definition"] == dict(entry["load"])
     assert result["definition"]["duration_sec"] == 10
