@@ -52,9 +52,10 @@ audit: $(RUNTIME_STAMP)
 	case $$status in \
 	0) echo "The audit passed: every host was audited and nothing is at or above the fail severity.";; \
 	2) echo "The audit found problems at or above the fail severity (exit status 2), as the demo fleet is built to.";; \
-	4) echo "FAILED: the audit could not do its job (exit status 4): no host matched, a policy is invalid, or a" \
-	     "host was unreachable or its collection failed; see the messages above."; \
+	4) echo "FAILED: the audit could not do its job (exit status 4): no host matched, a setting or a policy is" \
+	     "invalid, or a host was unreachable or its collection failed; see the messages above."; \
 	   echo "Reports of this run, if it wrote any: the newest folder under $(abspath $(REPORT_DIR))/"; exit $$status;; \
+	99) echo "INTERRUPTED: the audit did not finish (exit status 99)."; exit $$status;; \
 	*) echo "FAILED: ansible-playbook exited with status $$status; see the messages above."; exit $$status;; \
 	esac; \
 	echo "Reports: $(abspath $(REPORT_DIR))/latest/ (report.html, report.json, junit.xml, gpufleet.prom, facts/;" \

@@ -11,7 +11,6 @@ import os
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
-from ansible.utils.display import Display
 
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import FIXABLE_ROLES
 from ansible_collections.gpufleet.core.plugins.modules.audit_report import ARGUMENT_SPEC
@@ -21,11 +20,9 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.remediation import (
     compare, fixes_by_host, load_report, render_summary)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_terminal import render_terminal
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import create_run_dir, write_atomically
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_summary import show_summary
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import settings_for
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_text
-
-
-display = Display()
 
 
 def registered_results(hostvars, hosts, name, reached):
@@ -89,15 +86,17 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         result = super(ActionModule, self).run(tmp, task_vars)
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        summary = []
         try:
-            return self.audit(result, args, task_vars)
+            result = self.audit(result, args, task_vars, summary)
         except AnsibleActionFail as exc:
             # returned, not raised: a raised error bypasses the task's failed_when, and the playbook turns
             # this failure into "could not do its job" for every host (exit status 4), not a failed host (2)
             result.update(failed=True, msg=getattr(exc, "message", None) or str(exc))
-            return result
+        return show_summary(result, "\n".join(summary), last=args["summary_last"])
 
-    def audit(self, result, args, task_vars):
+    def audit(self, result, args, task_vars, summary):
+        """The task result; what the run prints goes to summary."""
         missing = [host for host in args["hosts"] if host not in args["host_policy"]]
         if missing:
             raise AnsibleActionFail("audit_report: no checked policy for %s; run gpufleet.core.policy_check on "
@@ -119,11 +118,10 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("audit_report: %s" % exc)
 
         if len(lines) <= args["host_lines"]:
-            display.display("\n".join(lines))
+            summary.extend(lines)
         else:
-            display.display("%d hosts: one line each in %s/hosts.txt" % (len(lines), args["run_dir"]))
-        text = render_terminal(report, paths=paths)
-        display.display(text)
+            summary.append("%d hosts: one line each in %s/hosts.txt" % (len(lines), args["run_dir"]))
+        summary.append(render_terminal(report, paths=paths).rstrip("\n"))
         result.update(changed=False, report_dir=run_dir, files=paths, run_status=report["run"]["status"],
                       findings_by_severity=report["summary"]["by_severity"], causes=len(report["causes"]),
                       store=report.get("store"), diagnosed_in_workers=counts["diagnosed_in_workers"],
@@ -142,7 +140,7 @@ class ActionModule(ActionBase):
                                               json.dumps(record, indent=1) + "\n"))
             except (OSError, ValueError, KeyError) as exc:
                 raise AnsibleActionFail("audit_report: cannot compare with %s: %s" % (args["compare_with"], exc))
-            display.display(safe_text(render_summary(record)))
+            summary.append(safe_text(render_summary(record)).rstrip("\n"))
             result["remediation"] = {key: len(record[key]) for key in ("cleared", "remaining", "new")}
             not_converged = record["not_converged"]
         # The task itself succeeds: the per-host verdict task (gpufleet.core.audit_verdict) fails exactly the

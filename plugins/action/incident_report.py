@@ -10,13 +10,11 @@ import collections
 import os
 
 from ansible.plugins.action import ActionBase
-from ansible.utils.display import Display
 
 from ansible_collections.gpufleet.core.plugins.action.audit_report import reached_in_this_run, registered_results
 from ansible_collections.gpufleet.core.plugins.modules.incident_report import ARGUMENT_SPEC
 from ansible_collections.gpufleet.core.plugins.plugin_utils.incident_run import run_incident
-
-display = Display()
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_summary import show_summary
 
 
 class ActionModule(ActionBase):
@@ -43,10 +41,9 @@ class ActionModule(ActionBase):
             summary[host] = {"folder": "evidence/%s" % folder, "archive": manifest.get("archive"),
                              "status": manifest.get("status"), "by_status": dict(counts)}
         timeline = written["timeline"]
-        display.display("incident: %d events on the timeline, %d pairs close in time; %s" % (
-            len(timeline["events"]), len(timeline["correlations"]), ", ".join(
-                os.path.basename(path) for path in written["files"])))
         result.update(changed=False, files=written["files"], evidence=summary, events=len(timeline["events"]),
                       correlations=len(timeline["correlations"]),
                       msg="incident evidence, timeline.json and fault-log.md in %s" % args["run_dir"])
-        return result
+        return show_summary(result, "incident: %d events on the timeline, %d pairs close in time; %s" % (
+            len(timeline["events"]), len(timeline["correlations"]), ", ".join(
+                os.path.basename(path) for path in written["files"])))

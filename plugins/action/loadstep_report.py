@@ -10,7 +10,6 @@ import time
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
-from ansible.utils.display import Display
 
 from ansible_collections.gpufleet.core.plugins.modules.loadstep_report import ARGUMENT_SPEC
 from ansible_collections.gpufleet.core.plugins.plugin_utils import loadstep_report as report
@@ -18,9 +17,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.collection_version i
 from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import load_knowledge
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_loadstep_html import render_loadstep_html
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import create_run_dir
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_summary import show_summary
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_text
-
-display = Display()
 
 
 def _utc(epoch=None):
@@ -90,17 +88,18 @@ class ActionModule(ActionBase):
                        for host, value in sorted(recorded.items())}
         except (KeyError, TypeError, ValueError) as exc:
             raise AnsibleActionFail("loadstep_report: a recorded run is incomplete: %s" % exc)
-        for host, entry in entries.items():
-            display.display(safe_text(summary_line(host, entry)))
+        summary = "\n".join(safe_text(summary_line(host, entry)) for host, entry in entries.items())
         result.update(changed=False, runs={host: brief(entry) for host, entry in entries.items()})
         if self._task.check_mode:
-            return result
+            return show_summary(result, summary)
         try:
             run_dir = create_run_dir(args["run_dir"])
             document = report.build_document(list(entries.values()), run_dir, args["started_at"], _utc(),
                                              collection_version())
             files = report.write_document(document, run_dir, render_loadstep_html)
         except (OSError, ValueError) as exc:
-            raise AnsibleActionFail("loadstep_report: %s" % exc)
+            # returned, not raised, so that the hosts' lines are still printed
+            result.update(failed=True, msg="loadstep_report: %s" % exc)
+            return show_summary(result, summary)
         result.update(report_dir=run_dir, files=files, msg="loadstep reports in %s" % run_dir)
-        return result
+        return show_summary(result, summary)

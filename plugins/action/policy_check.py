@@ -20,6 +20,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpufleet.core.plugins.modules.policy_check import ARGUMENT_SPEC
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import FleetPolicies
 from ansible_collections.gpufleet.core.plugins.plugin_utils.bounded_data import MAX_NODES
+from ansible_collections.gpufleet.core.plugins.plugin_utils.playbook_settings import setting_problems
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_line, safe_text
 
 try:
@@ -96,6 +97,9 @@ class HostVariables(Mapping):
         value = self._raw[name]
         return self._hostvars[self._host][name] if has_template(value) else value
 
+    def __contains__(self, name):
+        return name in self._raw  # without templating the value
+
     def raw_value(self, name):
         return self._raw[name]
 
@@ -152,7 +156,8 @@ class ActionModule(ActionBase):
         playbook_dir = task_vars.get("playbook_dir")
         origin_index = OriginIndex()
         fleet = FleetPolicies(lambda host: HostVariables(hostvars, host, origin_index), task_vars.get("groups", {}),
-                              lambda host: search_dirs(hostvars.raw_get(host), playbook_dir)).check(hosts)
+                              lambda host: search_dirs(hostvars.raw_get(host), playbook_dir),
+                              settings_check=setting_problems if args["settings"] else None).check(hosts)
         result.update(changed=False, policies_checked=len(hosts), distinct_policies=len(fleet.policies))
         if fleet.errors:
             result.update(failure_result(fleet, len(hosts)))

@@ -24,7 +24,11 @@ description:
   - Writes C(report.json), C(report.html), C(junit.xml), C(gpufleet.prom) and C(hosts.txt) into the run folder,
     each atomically, with the permissions the umask allows (facts at most 0640, reports at most 0666; never wider
     than the umask). Only then it points C(<report_root>/latest) at the run when the run is V(complete), or
-    C(<report_root>/latest-partial) when it is V(partial); a V(failed) run moves neither.
+    C(<report_root>/latest-partial) when it is V(partial); a V(failed) run moves neither, and neither link moves
+    back to a run that started before the one it points at (overlapping audits end at the newer one).
+  - With a store, the run is recorded as C(unfinished) before its reports are written and gets its status once
+    they are all in place; its id is the run folder's name, or C(<name>-2), C(-3), ... where a shared store holds
+    that id already (the run id in RV(stats) and in every report).
   - The run status, in C(report.json) under C(run.status) and shown by every report - V(complete) when every
     inventory host of O(scope_hosts) was targeted, V(partial) when only some were (C(--limit)), V(failed) when no
     host's facts could be read. A partial or failed run writes no fleet-wide series into its C(gpufleet.prom).
@@ -32,7 +36,8 @@ description:
     C(.), at most 200 characters) is used as it is; any other name, and names that differ only in case, get a
     sanitized name plus a hash of the real name. C(hosts.<host>.facts_file) in C(report.json) names each file.
   - Prints a short summary (counts per layer and severity, likely causes, unreachable and failed hosts, the
-    run status) and one line per host (up to O(host_lines)).
+    run status) and one line per host (up to O(host_lines)); with the stdout callback C(gpufleet.core.audit) it
+    is printed last, after the hosts' verdicts (O(summary_last)).
   - Does not fail on findings. It returns RV(host_verdicts), which the per-host task
     M(gpufleet.core.audit_verdict) turns into the playbook's exit status, so that the failure is attributed to
     the hosts that have the findings, not to the host that ran this controller step.
@@ -114,6 +119,14 @@ options:
     description: Print one line per host when the audit has at most this many hosts; all lines are in C(hosts.txt).
     type: int
     default: 200
+  summary_last:
+    description:
+      - With the stdout callback C(gpufleet.core.audit) (this project's C(ansible.cfg)), hand the summary to the
+        callback in RV(summary_text), which prints it after the playbook's last task, just before the PLAY RECAP.
+      - V(false), or any other stdout callback - print the summary when the reports are written (an audit that
+        other steps follow, such as the one before a remediation).
+    type: bool
+    default: true
   compare_with:
     description:
       - Run folder of an earlier audit (the one before a remediation). The findings of both are compared and
@@ -248,6 +261,10 @@ fixable_roles:
   type: list
   elements: str
   sample: [driver, gpu_settings, mig_layout, worker_limits, restart_policy]
+summary_text:
+  description: The summary, for the stdout callback C(gpufleet.core.audit) to print last (O(summary_last)).
+  returned: when O(summary_last) is true and the stdout callback is C(gpufleet.core.audit)
+  type: str
 remediation:
   description: With O(compare_with), the counts of cleared, remaining and new findings.
   returned: when O(compare_with) is set
@@ -274,6 +291,7 @@ ARGUMENT_SPEC = {
     "limit": {"type": "str"},
     "fail_severity": {"type": "str", "choices": list(FAIL_SEVERITIES)},
     "host_lines": {"type": "int", "default": 200},
+    "summary_last": {"type": "bool", "default": True},
     "compare_with": {"type": "path"},
     "not_converged_var": {"type": "str", "default": "gpufleet_remediation_failed"},
     "not_acted_var": {"type": "str", "default": "gpufleet_remediation_refused"},

@@ -74,6 +74,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+summary_text:
+  description:
+    - The line that sums up the incident (events, pairs close in time, files).
+    - For the stdout callback C(gpufleet.core.audit) to print after the playbook's last task; with any other
+      stdout callback it is printed when this task runs.
+  returned: when the stdout callback is C(gpufleet.core.audit)
+  type: str
 files:
   description: The files written (timeline.json, fault-log.md, report.html).
   returned: success

@@ -64,6 +64,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+summary_text:
+  description:
+    - One line per host (refused, planned, or the step that broke and the suggestion).
+    - For the stdout callback C(gpufleet.core.audit) to print after the playbook's last task; with any other
+      stdout callback it is printed when this task runs.
+  returned: when the stdout callback is C(gpufleet.core.audit)
+  type: str
 report_dir:
   description: The run folder written.
   returned: unless in check mode

@@ -40,6 +40,16 @@ options:
       - Roles use this to read their desired state from the policy.
     type: bool
     default: false
+  settings:
+    description:
+      - Also check the documented settings of the playbooks (C(gpufleet_fail_severity), C(gpufleet_store),
+        C(gpufleet_collect_timeout), C(gpufleet_facts_source) and the others of C(audit.yml)'s header,
+        C(docs/incident.md) and C(docs/awx.md)) in the variables of every host of O(hosts).
+      - A bad value fails the task like an invalid policy, in the same message and RV(policy_errors), which name
+        the variable, what it allows, the value it got (never the value of a password), the file that set it and
+        the hosts affected.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -89,7 +99,7 @@ host_policy:
   type: dict
   sample: {"gpu-a100-01": "p-3f2a9c01d4e5"}
 policy_errors:
-  description: One entry per distinct problem, with the hosts it affects.
+  description: One entry per distinct problem of a policy or, with O(settings=true), of a setting, with the hosts it affects.
   returned: failure
   type: list
   elements: dict
@@ -115,7 +125,7 @@ policy_errors:
       type: list
       elements: str
 failed_hosts:
-  description: Hosts whose policy is invalid.
+  description: Hosts whose policy (or, with O(settings=true), a setting) is invalid.
   returned: failure
   type: list
   elements: str
@@ -135,6 +145,7 @@ from ansible.module_utils.basic import AnsibleModule
 ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str"},
     "facts": {"type": "bool", "default": False},
+    "settings": {"type": "bool", "default": False},
 }
 
 

@@ -12,6 +12,8 @@ import datetime
 import gc
 import json
 import os
+import signal
+import threading
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.correlate import correlate
 from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import FleetDiagnosis, rules_run
@@ -26,7 +28,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import 
     collection_status, result_facts, summary_line)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import STORE_EXTRACT_KEY, counters_extract
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import record_run
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import finish_run, record_run
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import (
     FACTS_FILE_KEY, FACTS_MODE, facts_file_names, file_mode, write_atomically, write_facts_file, write_reports)
 
@@ -202,6 +204,34 @@ def strictest_fail_severity(policies):
     return min(failing, key=severity_rank)
 
 
+class Terminated(BaseException):
+    """SIGTERM or SIGINT while the run writes its store row and its files (signals_unwind)."""
+
+
+@contextlib.contextmanager
+def signals_unwind(signals=(signal.SIGTERM, signal.SIGINT)):
+    """While the run writes its store row and its files, SIGTERM and SIGINT raise Terminated where the process
+    stands instead of ending it there (ansible-playbook's worker exits at once), so the store's transaction rolls
+    back and no temporary file stays; then the signal is delivered again to the handlers it had. Outside the main
+    thread (where Python cannot set handlers) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received = []
+
+    def unwind(signum, _frame):
+        received.append(signum)
+        raise Terminated(signum)
+    previous = {signum: signal.signal(signum, unwind) for signum in signals}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if received:
+            os.kill(os.getpid(), received[0])
+
+
 @contextlib.contextmanager
 def collector_paused():
     """Python's cyclic garbage collector off for the duration (on again afterwards if it was on).
@@ -295,8 +325,10 @@ def _run_audit(results, host_policies, run_dir, report_root, started_at, fail_se
     if fail_severity == NO_FAILURE:
         report["summary"]["failed_threshold"] = False
         report["run"]["fail_severity"] = NO_FAILURE
-    if store is not None:
-        record_run(store, report, views, host_policies, run_dir=run_dir, extracts=extracts)
-    write_atomically(os.path.join(run_dir, "hosts.txt"), "\n".join(lines) + "\n")
-    paths = write_reports(report, run_dir, report_root)
+    with signals_unwind():
+        if store is not None:
+            record_run(store, report, views, host_policies, run_dir=run_dir, extracts=extracts, reports_pending=True)
+        write_atomically(os.path.join(run_dir, "hosts.txt"), "\n".join(lines) + "\n")
+        paths = write_reports(report, run_dir, report_root)
+        finish_run(store, report)
     return report, paths, lines

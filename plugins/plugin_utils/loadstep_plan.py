@@ -9,10 +9,8 @@ in the audit before the run, or a service that cannot be started with N workers.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import copy
-
 from ansible_collections.gpufleet.core.plugins.plugin_utils.drain import gpu_processes
-from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.merge import deep_merge
+from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.merge import deep_merge, to_plain
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.problems import PolicyError
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.schema import LOAD_SCHEMA, unit_name
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.defaults import LOAD_DEFAULTS
@@ -25,7 +23,9 @@ def load_definition(policy, service, overrides=None):
     """(service entry or None, checked load definition): the policy's, with overrides (gpufleet_load_overrides)
     merged on top and checked by the policy's own schema. Raises PolicyError for a bad override."""
     entry = next((item for item in policy["workload"]["services"] if item["name"] == service), None)
-    definition = copy.deepcopy(entry["load"] if entry else LOAD_DEFAULTS)
+    # to_plain, not deepcopy: the policy arrives as ansible's lazy containers, whose deep copy copies the templar
+    # (and its plugin loaders: a deprecation warning in ansible-core 2.21)
+    definition = to_plain(entry["load"] if entry else LOAD_DEFAULTS)
     if overrides:
         problems = []
         definition = LOAD_SCHEMA(deep_merge(definition, overrides), ("gpufleet_load_overrides",), problems)

@@ -13,7 +13,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import FI
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import severity_rank
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
 
-REMEDIATION_VERSION = "1.1"  # 1.1: not_acted
+REMEDIATION_VERSION = "1.2"  # 1.1: not_compared; 1.2: not_acted
 # Findings remediate.yml repairs with a role it otherwise leaves to driver_rollout.yml: a kernel module
 # and userspace library that differ get the driver role's verified reboot or module reload.
 REPAIRED_RULES = {"driver.kernel_userspace_mismatch": "driver"}
@@ -43,12 +43,20 @@ def _brief(finding):
     return {key: finding.get(key) for key in ("host", "rule", "layer", "severity", "gpu", "summary", "fix")}
 
 
+def not_in_both(before, after):
+    """Hosts one of the two runs did not audit at all (a --limit, another pattern): their findings are compared
+    with nothing, so they are neither cleared, remaining nor new."""
+    return set(before["hosts"]) ^ set(after["hosts"])
+
+
 def compare(before, after, not_converged=(), not_acted=None):
-    """The remediation record: cleared, remaining (with why), and new findings. not_acted: {host: message} of the
-    hosts remediate.yml refused to act on (plugin_utils/acting_target.py)."""
+    """The remediation record: cleared, remaining (with why), and new findings; not_compared: the findings of
+    hosts only one of the two runs audited. not_acted: {host: message} of the hosts remediate.yml refused to act
+    on (plugin_utils/acting_target.py)."""
     not_acted = dict(not_acted or {})
-    before_keys = {finding_key(f): f for f in before["findings"]}
-    after_keys = {finding_key(f): f for f in after["findings"]}
+    outside = not_in_both(before, after)
+    before_keys = {finding_key(f): f for f in before["findings"] if f["host"] not in outside}
+    after_keys = {finding_key(f): f for f in after["findings"] if f["host"] not in outside}
     unread_after = {host for host, entry in after["hosts"].items() if entry["status"] != "ok"}
     not_converged = set(not_converged) | (unread_after & set(before["hosts"]))
     # a finding of a host the second audit could not read is not cleared: nobody looked
@@ -82,7 +90,20 @@ def compare(before, after, not_converged=(), not_acted=None):
         "cleared": cleared,
         "remaining": remaining,
         "new": new,
+        "not_compared": not_compared(before, after, outside),
     }
+
+
+def not_compared(before, after, outside):
+    """The findings of the hosts in outside, each with why it was not compared."""
+    entries = []
+    for report, other in ((before, after), (after, before)):
+        for finding in sorted(report["findings"], key=finding_key):
+            if finding["host"] in outside:
+                entry = _brief(finding)
+                entry["why"] = "run %s did not audit %s" % (other["run"]["id"], finding["host"])
+                entries.append(entry)
+    return entries
 
 
 def render_summary(record, limit=12):
@@ -99,6 +120,9 @@ def render_summary(record, limit=12):
             lines.append(line)
         if len(entries) > limit:
             lines.append("  ... and %d more %s (remediation.json)" % (len(entries) - limit, title.lower()))
+    if record.get("not_compared"):
+        lines.append("Not compared: %d finding(s) of hosts only one of the two runs audited (%s)" % (
+            len(record["not_compared"]), ", ".join(sorted({entry["host"] for entry in record["not_compared"]}))))
     if record["not_converged"]:
         lines.append("Not converged: %s" % ", ".join(record["not_converged"]))
     if record.get("not_acted"):

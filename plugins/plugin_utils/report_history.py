@@ -35,6 +35,9 @@ def store_line(report):
                          % store.get("error"))
     if store.get("status") == "off":
         return "Store: off (gpufleet_store: false)"
+    skipped = (store.get("retention") or {}).get("skipped")
+    if skipped:
+        return safe_line("Store: run written to %s; retention NOT applied: %s" % (store.get("url"), skipped))
     return safe_line("Store: run written to %s" % store.get("url"))
 
 

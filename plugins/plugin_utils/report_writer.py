@@ -2,7 +2,9 @@
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Writes the four report files of a run, each atomically, then points <report_root>/latest at the run
-when it was complete (latest-partial when it covered only part of the fleet).
+when it was complete (latest-partial when it covered only part of the fleet), unless the link already
+points at a run that started later: two overlapping audits leave it at the newer one, whichever finishes
+last (the check and the move hold one lock, on the report root folder itself).
 
 Run folders are created exclusively, so two audits that start in the same second never share one. Files
 are created with the umask's permissions, never wider: reports 0666, facts 0640 (serials, UUIDs and
@@ -12,6 +14,9 @@ process command lines), both less what the umask takes away.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import contextlib
+import datetime
+import fcntl
 import hashlib
 import json
 import os
@@ -27,6 +32,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import j
 DEFAULT_REPORT_DIR = "reports"
 LATEST = "latest"
 LATEST_PARTIAL = "latest-partial"
+# a run folder's name starts with its UTC start time (playbooks/tasks/audit_run.yml, store/aggregate.py)
+RUN_NAME_START = re.compile(r"(\d{8}T\d{6}Z)")
 # requested permissions; the umask takes away from them (see file_mode)
 REPORT_MODE = 0o666
 FACTS_MODE = 0o640
@@ -114,20 +121,52 @@ def link_target(run_dir, report_root):
     return run_dir
 
 
+def run_started(run_dir):
+    """The UTC start time in a run folder's name (20261206T161400Z-incident), or None for another name."""
+    match = RUN_NAME_START.match(os.path.basename(os.path.normpath(run_dir)))
+    if match is None:
+        return None
+    return datetime.datetime.strptime(match.group(1), "%Y%m%dT%H%M%SZ")
+
+
+def started_later(current, run_dir):
+    """True when the run folder current (a link's target) started after run_dir's run; False when either start
+    is unknown (a folder not named by its start time) or they started in the same second."""
+    current_start, own_start = run_started(current), run_started(run_dir)
+    return current_start is not None and own_start is not None and current_start > own_start
+
+
+@contextlib.contextmanager
+def links_locked(report_root):
+    """A lock on the report_root folder itself (no file to leave behind), held exclusively for the duration:
+    another audit's check and move of a link waits."""
+    handle = os.open(report_root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)
+
+
 def point_latest(run_dir, report_root, link_name=LATEST):
-    """Replace report_root/<link_name> with a symlink to run_dir in one rename."""
+    """Replace report_root/<link_name> with a symlink to run_dir in one rename, unless it points at a run that
+    started later (the newer run keeps it). Returns the link's path, or None when it was left alone."""
     latest = os.path.join(report_root, link_name)
     if os.path.isdir(latest) and not os.path.islink(latest):
         raise OSError("%s is a real directory, not a link; remove it so that it can point at the latest run" % latest)
-    temporary = os.path.join(report_root, ".%s.%d.tmp" % (link_name, os.getpid()))
-    if os.path.lexists(temporary):
-        os.unlink(temporary)
-    os.symlink(link_target(run_dir, report_root), temporary)
-    try:
-        os.replace(temporary, latest)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    with links_locked(report_root):
+        if os.path.islink(latest) and started_later(os.readlink(latest), run_dir):
+            return None
+        temporary = os.path.join(report_root, ".%s.%d.tmp" % (link_name, os.getpid()))
+        if os.path.lexists(temporary):
+            os.unlink(temporary)
+        try:
+            os.symlink(link_target(run_dir, report_root), temporary)
+            os.replace(temporary, latest)
+        except BaseException:
+            if os.path.lexists(temporary):
+                os.unlink(temporary)
+            raise
     return latest
 
 
@@ -141,7 +180,8 @@ def write_reports(report, run_dir, report_root):
     """Write report.json, report.html, junit.xml and gpufleet.prom into run_dir; return their paths.
 
     After every file is in place, report_root/latest moves to run_dir when the run was complete,
-    report_root/latest-partial when it was partial; a failed run moves neither.
+    report_root/latest-partial when it was partial (unless it points at a run that started later); a failed run
+    moves neither.
     """
     os.makedirs(run_dir, exist_ok=True)
     os.makedirs(report_root, exist_ok=True)

@@ -3,8 +3,10 @@ ansible-runner, from outside the checkout, into a temporary report root."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import jsonschema
 import pytest
@@ -20,7 +22,8 @@ pytestmark = pytest.mark.integration
 def command_env(**extra):
     env = {name: value for name, value in os.environ.items()
            if not name.startswith(("ANSIBLE_", "GPUFLEET_"))}
-    env.update(ANSIBLE_HOST_KEY_CHECKING="False", **extra)
+    # this checkout's collection, whichever checkout's virtualenv holds the console script
+    env.update(ANSIBLE_HOST_KEY_CHECKING="False", GPUFLEET_PROJECT=ROOT, **extra)
     return env
 
 
@@ -100,3 +103,95 @@ def test_runner_artifacts_are_rotated(tmp_path):
     assert [run.returncode for run in runs] == [4, 4]
     newest = [line.split(": ", 1)[1] for line in runs[1].stdout.splitlines() if line.startswith("Runner artifacts: ")]
     assert os.listdir(str(tmp_path / "runner" / "artifacts")) == [os.path.basename(newest[0])]
+
+
+def test_an_inventory_without_hosts_exits_4_and_says_why(tmp_path):
+    missing = tmp_path / "missing.yml"
+    result = gpufleet(tmp_path, "--report-root", str(tmp_path / "reports"), "audit", "-i", str(missing),
+                      "--progress", "none")
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert ("  localhost: not_audited: not audited: the inventory has no host: %s does not exist; nothing was audited"
+            % missing) in result.stdout.splitlines()
+    assert result.stdout.splitlines()[-1] == "gpufleet audit: exit 4 - the run could not do its job (see above)"
+
+
+def test_a_usage_error_exits_4_not_2(tmp_path):
+    result = gpufleet(tmp_path, "audit", "--no-such-option")
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert "gpufleet: error: unrecognized arguments: --no-such-option" in result.stderr
+
+
+def parent_of(pid):
+    with open("/proc/%d/stat" % pid) as handle:
+        return int(handle.read().rsplit(")", 1)[1].split()[1])
+
+
+def command_line(pid):
+    with open("/proc/%d/cmdline" % pid, "rb") as handle:
+        return handle.read().replace(b"\0", b" ").decode(errors="replace")
+
+
+def end_left_behind(hung_pid):
+    """Kills what an interrupted audit left running: the hung host's process and, above it, the ansible-playbook
+    worker and main process it belongs to (never anything else). The pid when something was left, else None."""
+    try:
+        if "sleep" not in command_line(hung_pid):
+            return None
+        left, pid = [hung_pid], hung_pid
+        for _level in ("worker", "main process"):
+            pid = parent_of(pid)
+            if pid <= 1 or "ansible-playbook" not in command_line(pid):
+                break
+            left.append(pid)
+    except (OSError, ValueError, IndexError):
+        return None
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return hung_pid
+
+
+def test_ctrl_c_stops_ansible_playbook_and_reports_the_run_as_interrupted(tmp_path):
+    pid_file = tmp_path / "hung.pid"
+    hung_python = tmp_path / "hung-python"
+    hung_python.write_text("#!/bin/sh\necho $$ > %s\nexec sleep 120\n" % pid_file)
+    hung_python.chmod(0o755)
+    fixtures = os.path.join(ROOT, "inventories", "demo", "fixtures")
+    host = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+            "gpufleet_facts_source": "replay", "gpufleet_facts_fixture": os.path.join(fixtures, "gpu-h100-ok-01.json")}
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(json.dumps({"all": {"hosts": {
+        "gpu-h100-ok-01": host, "gpu-hung-97": dict(host, ansible_python_interpreter=str(hung_python))}}}))
+    report_root = tmp_path / "reports"
+    command = subprocess.Popen([GPUFLEET, "--report-root", str(report_root), "audit", "-i", str(inventory),
+                                "--progress", "plain"], cwd=str(tmp_path), env=command_env(), stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    hung_pid = None
+    try:
+        first = command.stdout.readline()  # the healthy host's collection is done; the hung one is running
+        assert first.startswith("gpufleet audit: 1/2 hosts done"), first
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        hung_pid = int(pid_file.read_text())
+        command.send_signal(signal.SIGINT)
+        rest, _ = command.communicate(timeout=60)
+    finally:
+        if command.poll() is None:
+            command.kill()
+        if hung_pid is not None:
+            time.sleep(1)
+            hung_pid = end_left_behind(hung_pid)
+    assert hung_pid is None, "the interrupted audit left ansible-playbook and its hung host running"
+    lines = rest.splitlines()
+    assert command.returncode == 130, first + rest
+    assert lines[0].startswith("gpufleet audit: 1/2 hosts done") and lines[0].endswith(", interrupted")
+    assert ", finished" not in rest
+    assert "Interrupted (Ctrl-C): the audit did not finish, and no report was written." in lines
+    assert lines[-1] == "gpufleet audit: exit 130 - interrupted (Ctrl-C) before the audit finished"
+    artifacts = [line.split(": ", 1)[1] for line in lines if line.startswith("Runner artifacts: ")][0]
+    # ansible-playbook itself was interrupted (its own 99), not killed
+    assert open(os.path.join(artifacts, "rc")).read().strip() == "99"
+    assert "User interrupted execution" in open(os.path.join(artifacts, "stdout")).read()

@@ -243,14 +243,59 @@ def test_no_host_matched_exits_4_and_writes_nothing(tmp_path):
     assert not report_dir.exists()
 
 
-def test_an_invalid_policy_exits_4_before_any_host_is_contacted(tmp_path):
-    # every module run on these hosts starts this interpreter, which leaves a mark: none may appear
+INVENTORIES_WITHOUT_HOSTS = {
+    "missing": (None, "does not exist"),
+    "empty": ("", "is empty or could not be parsed"),
+    "unparsable": ("all: [hosts\n", "is empty or could not be parsed"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(INVENTORIES_WITHOUT_HOSTS))
+def test_an_inventory_without_hosts_exits_4_naming_it(tmp_path, kind):
+    text, reason = INVENTORIES_WITHOUT_HOSTS[kind]
+    inventory = tmp_path / "hosts.yml"
+    if text is not None:
+        inventory.write_text(text)
+    report_dir = tmp_path / "reports"
+    result = run_audit(str(inventory), report_dir)
+    assert result.returncode == 4, output(result)[-3000:]
+    assert "not audited: the inventory has no host: %s %s" % (inventory, reason) in " ".join(result.stdout.split())
+    assert recap(result) == {"localhost": {"ok": 0, "changed": 0, "unreachable": 1, "failed": 0, "skipped": 0,
+                                           "rescued": 0, "ignored": 0}}
+    assert not report_dir.exists()
+
+
+@pytest.mark.parametrize("playbook", ["incident.yml", "remediate.yml", "loadstep.yml"])
+def test_the_other_auditing_playbooks_exit_4_when_nothing_was_audited(tmp_path, playbook):
+    missing = str(tmp_path / "missing.yml")
+    cases = [([missing], "the inventory has no host: %s does not exist" % missing)]
+    if playbook != "incident.yml":  # the incident's pattern is its --limit (one that matches nothing: exit 1)
+        inventory = write_inventory(tmp_path / "hosts.yml", {HEALTHY: local_host(HEALTHY)})
+        cases.append(([inventory, "-e", "gpufleet_audit_hosts=no_such_group", "-e", "gpufleet_load_service=x"],
+                      "no host matched the pattern no_such_group"))
+    for argv, reason in cases:
+        result = subprocess.run([PLAYBOOK_BIN, playbook, "-i"] + argv + ["-e", "gpufleet_report_dir=%s" % (
+            tmp_path / "reports")], cwd=ROOT, env=playbook_env(), capture_output=True, text=True, timeout=300,
+            check=False)
+        assert result.returncode == 4, (argv, output(result)[-3000:])
+        assert "not audited: %s" % reason in " ".join(result.stdout.split())
+    assert not (tmp_path / "reports").exists()
+
+
+def marking_interpreter(tmp_path):
+    """(interpreter, mark): every module run with this interpreter appends a line to the mark file."""
     contacted = tmp_path / "contacted"
     interpreter = tmp_path / "python"
     interpreter.write_text("#!/bin/sh\necho \"$@\" >> %s\nexec %s \"$@\"\n" % (contacted, sys.executable))
     interpreter.chmod(0o755)
+    return str(interpreter), contacted
+
+
+def test_an_invalid_policy_exits_4_before_any_host_is_contacted(tmp_path):
+    # every module run on these hosts starts this interpreter, which leaves a mark: none may appear
+    interpreter, contacted = marking_interpreter(tmp_path)
     policy = {"gpufleet_policy": {"thresholds": {"memory_used_pct": "high"}}}
-    hosts = {name: local_host(name, ansible_python_interpreter=str(interpreter)) for name in (HEALTHY, NVSMI)}
+    hosts = {name: local_host(name, ansible_python_interpreter=interpreter) for name in (HEALTHY, NVSMI)}
     inventory = write_inventory(tmp_path / "hosts.yml", hosts, group_vars=policy)
     report_dir = tmp_path / "reports"
     result = run_audit(inventory, report_dir)
@@ -262,6 +307,27 @@ def test_an_invalid_policy_exits_4_before_any_host_is_contacted(tmp_path):
     assert "not audited: the policy check failed (the reason is with " in result.stdout
     assert not contacted.exists(), contacted.read_text()
     assert {host: counts["unreachable"] for host, counts in recap(result).items()} == {HEALTHY: 1, NVSMI: 1}
+    assert not report_dir.exists()
+
+
+@pytest.mark.parametrize("setting, value, allowed", [
+    # each exited 2 ("findings") with no report before the settings were checked
+    ("gpufleet_fail_severity", "bogus", "must be one of critical, warning, info, none, got 'bogus'"),
+    ("gpufleet_store", "maybe", "must be true or false, got 'maybe'"),
+])
+def test_a_bad_setting_exits_4_naming_it_before_any_host_is_contacted(tmp_path, setting, value, allowed):
+    interpreter, contacted = marking_interpreter(tmp_path)
+    hosts = {name: local_host(name, ansible_python_interpreter=interpreter) for name in (HEALTHY, LOST_GPU)}
+    inventory = write_inventory(tmp_path / "hosts.yml", hosts, group_vars={"gpufleet_collect_timeout": "soon"})
+    report_dir = tmp_path / "reports"
+    result = run_audit(inventory, report_dir, "-e", "%s=%s" % (setting, value))
+    assert result.returncode == 4, output(result)[-3000:]
+    assert "Invalid gpufleet settings for 2 of 2 hosts (no host was contacted); fix these variables:" in result.stdout
+    assert "- %s: %s (in <CLI option '-e'>) - 2 hosts: every host of group all" % (setting, allowed) in result.stdout
+    assert ("- gpufleet_collect_timeout: must be a whole number of at least 1, got 'soon' (in %s, line "
+            % inventory) in result.stdout
+    assert not contacted.exists(), contacted.read_text()
+    assert {host: counts["unreachable"] for host, counts in recap(result).items()} == {HEALTHY: 1, LOST_GPU: 1}
     assert not report_dir.exists()
 
 

@@ -1,6 +1,7 @@
 """incident.yml on demo hosts, as a user runs it in a fresh clone: `ansible-playbook incident.yml -l HOST`
 writes evidence/<host>/ with its manifest and archive, timeline.json, fault-log.md and the HTML timeline,
-under reports/latest/, from the recorded fixtures alone (no root, no GPU)."""
+under reports/latest-partial/ (a --limit run is partial, as in audit.yml), from the recorded fixtures alone
+(no root, no GPU)."""
 
 import json
 import os
@@ -42,7 +43,7 @@ def run_incident(clone, *arguments):
 def xid79_incident(tmp_path_factory):
     clone = fresh_clone(str(tmp_path_factory.mktemp("clone")))
     result = run_incident(clone, "-l", "gpu-h100-xid79-02")
-    return os.path.join(clone, "reports", "latest"), result
+    return os.path.join(clone, "reports", "latest-partial"), result
 
 
 def read_json(path):
@@ -50,14 +51,32 @@ def read_json(path):
         return json.load(stream)
 
 
-def test_incident_on_a_demo_host_writes_bundle_timeline_and_fault_log_under_latest(xid79_incident):
+def test_incident_on_a_demo_host_writes_bundle_timeline_and_fault_log_under_latest_partial(xid79_incident):
     latest, result = xid79_incident
     # the demo host has a critical finding (its GPU fell off the bus): exit status 2, after every file is written
     assert result.returncode == 2, result.stdout[-3000:] + result.stderr[-3000:]
     assert os.path.islink(latest) and os.readlink(latest).endswith("-incident")
     for name in ("report.json", "report.html", "timeline.json", "fault-log.md", "facts/gpu-h100-xid79-02.json"):
         assert os.path.getsize(os.path.join(latest, name)) > 0, name
-    assert read_json(os.path.join(latest, "report.json"))["run"]["status"] == "complete"
+    assert read_json(os.path.join(latest, "report.json"))["run"]["status"] == "partial"
+
+
+def test_a_one_host_incident_is_partial_and_never_the_fleets_latest_or_baseline(xid79_incident):
+    latest_partial, _result = xid79_incident
+    reports = os.path.dirname(latest_partial)
+    # reports/latest (what node_exporter reads) is not moved to a one-host run: no other host's series is dropped
+    assert not os.path.lexists(os.path.join(reports, "latest"))
+    report = read_json(os.path.join(latest_partial, "report.json"))
+    assert report["run"]["scope"]["pattern"] == "all" and report["run"]["scope"]["limit"] == "gpu-h100-xid79-02"
+    with open(os.path.join(latest_partial, "gpufleet.prom")) as stream:
+        series = stream.read()
+    assert 'gpufleet_audit_info{' in series and 'status="partial"' in series
+    assert "gpufleet_audit_hosts{" not in series and "gpufleet_fleet_findings{" not in series
+    env = dict(os.environ, GPUFLEET_PROJECT=os.path.dirname(reports))
+    baseline = subprocess.run([os.path.join(os.path.dirname(sys.executable), "gpufleet"), "--report-root", reports,
+                               "baseline", "set", "latest"], env=env, capture_output=True, text=True, timeout=120,
+                              check=False)
+    assert baseline.returncode == 1 and "no run 'latest' in the store" in baseline.stderr, baseline.stdout
 
 
 def test_the_bundle_has_its_manifest_its_archive_and_records_what_is_missing(xid79_incident):
@@ -111,7 +130,7 @@ def test_an_oom_killed_and_restarted_service_with_its_own_window(tmp_path):
     result = run_incident(clone, "-l", "gpu-l40s-crowded-10", "-e", "gpufleet_incident_since=2026-11-30T03:00:00Z",
                           "-e", "gpufleet_incident_until=2026-11-30T06:00:00Z")
     assert result.returncode == 2, result.stdout[-3000:] + result.stderr[-3000:]
-    latest = os.path.join(clone, "reports", "latest")
+    latest = os.path.join(clone, "reports", "latest-partial")
     timeline = read_json(os.path.join(latest, "timeline.json"))
     assert timeline["window"]["since"] == "2026-11-30T03:00:00Z"
     kinds = [event["kind"] for event in timeline["events"] if event["host"] == "gpu-l40s-crowded-10"]

@@ -2,7 +2,8 @@
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """`gpufleet audit`: audit.yml through ansible-runner, a progress display fed by its events, then the audit's
-terminal summary, and the audit's exit status (README, "Exit status and run status"; docs/cli.md).
+terminal summary, and the audit's exit status (README, "Exit status and run status"; docs/cli.md): ansible-playbook's
+0, 2 and 4, with 4 for whatever else audited nothing, and 128 + the signal (130 for Ctrl-C) for an interrupted run.
 
 Runner artifacts go to <report root>/runner/artifacts/<ident>/ (ansible-runner's private data folder is
 <report root>/runner; the newest RUNNER_KEEP are kept), never into the checkout.
@@ -14,6 +15,7 @@ __metaclass__ = type
 import json
 import os
 import shlex
+import signal
 import sys
 import time
 
@@ -25,6 +27,9 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.report_terminal impo
 EXIT_PASS = 0
 EXIT_FINDINGS = 2
 EXIT_NOT_DONE = 4
+# a run stopped by a signal exits 128 + the signal, as a shell reports it: 130 for Ctrl-C, 143 for SIGTERM
+EXIT_SIGNAL_BASE = 128
+INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 RUNNER_FOLDER = "runner"
 RUNNER_KEEP = 20
 # ansible-playbook's own message (ansible/cli/__init__.py) when --limit leaves no host: it exits 1, which
@@ -134,6 +139,82 @@ def exit_status(rc, progress, stdout_text):
     return rc
 
 
+def child_process_groups():
+    """Process groups of this process's children other than its own: ansible-runner starts ansible-playbook in a
+    session of its own (a pseudo-terminal), which a Ctrl-C on this terminal does not reach."""
+    own, groups = os.getpgrp(), set()
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return groups
+    for task in tasks:
+        try:
+            with open("/proc/self/task/%s/children" % task) as handle:
+                children = handle.read().split()
+        except OSError:
+            continue
+        for pid in children:
+            try:
+                groups.add(os.getpgid(int(pid)))
+            except OSError:
+                pass
+    return groups - {own}
+
+
+class Interruption(object):
+    """Ctrl-C (SIGINT) or SIGTERM during the audit. The first is passed on to ansible-playbook as SIGINT, which
+    stops it the way Ctrl-C stops it on a terminal (ansible-playbook exits 99); a second one, or a first when
+    ansible-playbook cannot be found, has ansible-runner kill it (its cancel callback). Either way the audit
+    reports the run as interrupted and exits 128 + the signal."""
+
+    def __init__(self, pass_on=None):
+        self.signal = None
+        self.count = 0
+        self.passed_on = False
+        self._pass_on = pass_on or self.pass_on
+        self._previous = {}
+
+    @staticmethod
+    def pass_on():
+        groups = child_process_groups()
+        for group in groups:
+            try:
+                os.killpg(group, signal.SIGINT)
+            except OSError:
+                pass
+        return bool(groups)
+
+    def handle(self, signum, _frame=None):
+        self.count += 1
+        if self.signal is None:
+            self.signal = signum
+            self.passed_on = self._pass_on()
+
+    def cancel(self):
+        """ansible-runner's cancel callback: True kills ansible-playbook's process group."""
+        return self.count > 1 or (self.count == 1 and not self.passed_on)
+
+    @property
+    def exit_status(self):
+        return EXIT_SIGNAL_BASE + self.signal
+
+    def describe(self):
+        return {signal.SIGINT: "Ctrl-C"}.get(self.signal, signal.Signals(self.signal).name)
+
+    def __enter__(self):
+        try:
+            for signum in INTERRUPT_SIGNALS:
+                self._previous[signum] = signal.signal(signum, self.handle)
+        except ValueError:  # not the main thread: signals stay as they are
+            pass
+        return self
+
+    def __exit__(self, *_exc):
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        return False
+
+
 def load_report(report_dir):
     try:
         return read_report(report_dir)
@@ -141,11 +222,21 @@ def load_report(report_dir):
         return None
 
 
-def summary_text(progress, stdout_text, status):
+def reason_lines(stdout_text):
+    """ansible-playbook's own errors and warnings, and an argument parser's error, from its stdout."""
+    return [line.strip() for line in stdout_text.splitlines()
+            if "ERROR" in line or "WARNING" in line or ": error: " in line][:MAX_MESSAGES]
+
+
+def summary_text(progress, stdout_text, status, interruption=None):
     """The audit's terminal summary from its report.json, or why there is none."""
     stats = progress.audit_stats()
     report = load_report(stats["report_dir"]) if stats.get("report_dir") else None
     lines = []
+    if interruption is not None and interruption.signal is not None:
+        lines.append("Interrupted (%s): the audit did not finish%s." % (
+            interruption.describe(), "; its report was written before" if report is not None else
+            ", and no report was written"))
     if report is not None:
         lines.append(render_terminal(report, report_dir=stats["report_dir"]).rstrip("\n"))
     else:
@@ -154,13 +245,16 @@ def summary_text(progress, stdout_text, status):
         lines.append("  %s: %s: %s" % (host, progress.verdicts.get(host), " ".join(message.split())))
     if len(progress.messages) > MAX_MESSAGES:
         lines.append("  ... and %d more host(s): see the runner's stdout" % (len(progress.messages) - MAX_MESSAGES))
-    if status == EXIT_NOT_DONE and progress.play == 0:
-        errors = [line for line in stdout_text.splitlines() if "ERROR" in line or "WARNING" in line]
-        lines += ["  " + line.strip() for line in errors[:MAX_MESSAGES]]
+    if status == EXIT_NOT_DONE and not progress.messages:
+        reasons = reason_lines(stdout_text)
+        lines += ["  " + line for line in reasons] or ["  ansible-playbook gave no reason: see the runner's stdout"]
     return "\n".join(lines) + "\n"
 
 
-def verdict_line(status):
+def verdict_line(status, interruption=None):
+    if interruption is not None and interruption.signal is not None:
+        return "gpufleet audit: exit %d - interrupted (%s) before the audit finished" % (
+            status, interruption.describe())
     return {EXIT_PASS: "gpufleet audit: exit 0 - passed",
             EXIT_FINDINGS: "gpufleet audit: exit 2 - findings at or above the fail severity",
             EXIT_NOT_DONE: "gpufleet audit: exit 4 - the run could not do its job (see above)"}.get(
@@ -179,13 +273,16 @@ def audit(args, out=None):
     settings = runner_settings(args, args.checkout, report_root, cwd)
     progress = AuditProgress()
     display = make_display(args.progress, out)
-    runner = ansible_runner.run(event_handler=event_handler(progress, display), **settings)
+    with Interruption() as interruption:
+        runner = ansible_runner.run(event_handler=event_handler(progress, display),
+                                    cancel_callback=interruption.cancel, **settings)
+    progress.interrupted = interruption.signal is not None
     if display is not None:
         display.finish(progress)
     stdout_text = runner_stdout(runner)
-    status = exit_status(runner.rc, progress, stdout_text)
-    out.write(summary_text(progress, stdout_text, status))
+    status = interruption.exit_status if progress.interrupted else exit_status(runner.rc, progress, stdout_text)
+    out.write(summary_text(progress, stdout_text, status, interruption))
     out.write("Runner artifacts: %s\n" % os.path.join(settings["private_data_dir"], "artifacts", settings["ident"]))
-    out.write(verdict_line(status) + "\n")
+    out.write(verdict_line(status, interruption) + "\n")
     out.flush()
     return status

@@ -18,8 +18,17 @@ ENV_STORE_URL = "GPUFLEET_STORE_URL"
 ENV_REPORT_ROOT = "GPUFLEET_REPORT_DIR"
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """A usage error exits 4, "could not do its job", never argparse's 2, which automation reads as the audit's
+    "findings" (README, "Exit status and run status"). Its sub-commands' parsers are of this class too."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(audit_command.EXIT_NOT_DONE, "%s: error: %s\n" % (self.prog, message))
+
+
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="gpufleet", description="Audit NVIDIA GPU fleets with the gpufleet.core collection (docs/cli.md).")
     parser.add_argument("--store-url", default=os.environ.get(ENV_STORE_URL),
                         help="run store URL (default: $%s, else the SQLite file under the report root)" % ENV_STORE_URL)

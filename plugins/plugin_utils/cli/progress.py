@@ -54,6 +54,7 @@ class AuditProgress(object):
         self.artifacts = {}
         self.reporting = False
         self.finished = False
+        self.interrupted = False
 
     @property
     def total(self):
@@ -132,6 +133,8 @@ def bar_line(progress, width=BAR_WIDTH):
     phase = "writing reports" if progress.reporting and not progress.finished else (progress.task or "starting")
     if progress.finished:
         phase = "done"
+    if progress.interrupted:
+        phase = "interrupted"
     return "[%s%s] %s  failed %d  unreachable %d  %s  %s" % (
         "#" * filled, "-" * (width - filled), counts, len(progress.failed), len(progress.unreachable),
         elapsed_text(progress.elapsed()), phase)
@@ -190,10 +193,10 @@ class ProgressDisplay(object):
         self.stream.flush()
 
     def finish(self, progress):
-        """Ends the bar's line (tty) or writes the last count (plain)."""
+        """Ends the bar's line (tty) or writes the last count (plain), finished or interrupted."""
         if self.tty:
             self.draw(bar_line(progress)[:self.width - 1])
             self.stream.write("\n")
         else:
-            self.write_line(plain_line(progress) + ", finished")
+            self.write_line(plain_line(progress) + (", interrupted" if progress.interrupted else ", finished"))
         self.stream.flush()

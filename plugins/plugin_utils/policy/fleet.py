@@ -71,17 +71,21 @@ class FleetPolicies:
 
     variables_of(host) -> the host's variables (hostvars[host]); groups: {group: [hosts]} for naming
     the group behind an error; base_dirs_of(host) -> folders whose group_vars/host_vars are searched
-    when Ansible recorded no origin for a value.
+    when Ansible recorded no origin for a value; settings_check(variables) -> [Problem] of the playbooks'
+    settings (plugin_utils/playbook_settings), listed with the policy's problems, when given.
     """
 
-    def __init__(self, variables_of, groups=None, base_dirs_of=None, mig_loader=None, knowledge_loader=None):
+    def __init__(self, variables_of, groups=None, base_dirs_of=None, mig_loader=None, knowledge_loader=None,
+                 settings_check=None):
         self.variables_of = variables_of
+        self.settings_check = settings_check
         self.groups = groups or {}
         self.base_dirs_of = base_dirs_of or (lambda host: [])
         self.loaders = (mig_loader, knowledge_loader)
         self.policies = {}
         self.host_policy = {}
         self.errors = collections.OrderedDict()
+        self.setting_errors = set()  # keys of errors that are the playbooks' settings, not the policy
         self._cache = {}
         self._sizes = {}
 
@@ -92,6 +96,9 @@ class FleetPolicies:
 
     def _check_host(self, host):
         variables = self.variables_of(host)
+        setting_problems = self.settings_check(variables) if self.settings_check else None
+        if setting_problems:
+            self.add_setting_problems(host, setting_problems, variables)
         fragments, unreadable = _read_fragments(variables, self._sizes)
         origins = _origins(variables, fragments)
         if unreadable:
@@ -116,14 +123,25 @@ class FleetPolicies:
             return error
         return policy_id(policy), policy
 
+    def add_setting_problems(self, host, problems, variables):
+        """Problems of the playbooks' settings (plugin_utils/playbook_settings), listed with the policy's."""
+        names = sorted({problem.variable for problem in problems})
+        fragments = [(name, variables.raw_value(name) if hasattr(variables, "raw_value") else None) for name in names]
+        self.setting_errors.update(self._add_errors(host, PolicyError(problems), fragments, variables,
+                                                    _origins(variables, fragments)))
+
     def _add_errors(self, host, error, fragments, variables, origins):
+        """Records each problem for the host; returns the keys of the errors it went to."""
+        keys = []
         for problem, line in zip(error.problems, error.lines()):
             place = self._locate(problem, fragments, origins, host, variables)
+            keys.append((line, place))
             entry = self.errors.setdefault((line, place), {
                 "message": line, "variable": problem.variable or POLICY_VAR,
                 "path": format_path(problem.path, problem.variable or POLICY_VAR),
                 "file": place, "hosts": []})
             entry["hosts"].append(host)
+        return keys
 
     def _locate(self, problem, fragments, origins, host, variables):
         origin = origin_of_problem(problem, fragments, origins)
@@ -165,8 +183,14 @@ class FleetPolicies:
     def failed_hosts(self):
         return sorted({host for entry in self.errors.values() for host in entry["hosts"]})
 
+    def _what_is_invalid(self):
+        if not self.setting_errors:
+            return "policy"
+        return "settings" if set(self.errors) == self.setting_errors else "settings and policy"
+
     def failure_message(self, checked):
         failed = self.failed_hosts()
-        header = ("Invalid gpufleet policy for %d of %d host%s (no host was contacted); fix these keys:"
-                  % (len(failed), checked, "" if checked == 1 else "s"))
+        header = ("Invalid gpufleet %s for %d of %d host%s (no host was contacted); fix these %s:"
+                  % (self._what_is_invalid(), len(failed), checked, "" if checked == 1 else "s",
+                     "variables" if self.setting_errors else "keys"))
         return "\n".join([header] + ["- " + line for line in self.error_lines()])

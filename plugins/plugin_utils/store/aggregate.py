@@ -21,6 +21,7 @@ import os
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import StoreError
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import (
     run_facts, run_findings, run_hosts)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import UNFINISHED
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import select
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import RUNS
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import stored_policies
@@ -117,6 +118,8 @@ def aggregate_status(union, count):
     for entry in union.slices:
         if entry["status"] == "failed":
             problems.append("slice run %s failed" % entry["run"])
+        if entry["status"] == UNFINISHED:
+            problems.append("slice run %s is unfinished (its reports were not all written)" % entry["run"])
         if entry["hosts_without_facts"]:
             problems.append("slice run %s has no stored facts of %d host(s) (retention?)" % (
                 entry["run"], len(entry["hosts_without_facts"])))
@@ -191,7 +194,7 @@ def run_aggregate(url, run_group, report_root, run_dir=None, source="given"):
     """Builds, records (store url) and writes the aggregate's reports; returns (report, run folder, paths)."""
     from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import create_run_dir, write_reports
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import make_engine
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings, record_run
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings, finish_run, record_run
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.schema import ensure_schema
     started_at = utc_now()
     proposed = run_dir or os.path.join(report_root, started_at.replace("-", "").replace(":", "") + AGGREGATE_SUFFIX)
@@ -208,7 +211,9 @@ def run_aggregate(url, run_group, report_root, run_dir=None, source="given"):
             report, facts, policies = build_aggregate(connection, run_group, os.path.basename(folder), started_at)
     finally:
         engine.dispose()
-    record_run(StoreSettings(url, source), report, facts, policies, extend=no_history)
+    settings = StoreSettings(url, source)
+    record_run(settings, report, facts, policies, extend=no_history, run_dir=folder, reports_pending=True)
     write_facts_files(report, facts, folder)
     paths = write_reports(report, folder, report_root)
+    finish_run(settings, report)
     return report, folder, paths

@@ -14,6 +14,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.fleet_view import fl
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import delete
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import StoreError
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import baselines, find_run, run_facts
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import UNFINISHED
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import BASELINES
 
 WHOLE_FLEET = "all"
@@ -28,6 +29,8 @@ def set_baseline(connection, run_name, group=WHOLE_FLEET):
     row = find_run(connection, run_name)
     if row.status == "failed":
         raise StoreError("run %s failed (no host's facts were read); it cannot be a baseline" % row.run_id)
+    if row.status == UNFINISHED:
+        raise StoreError("run %s is unfinished (its reports were not all written); it cannot be a baseline" % row.run_id)
     connection.execute(delete(BASELINES).where(BASELINES.c.scope_group == group))
     connection.execute(BASELINES.insert().values(scope_group=group, run_pk=row.id, set_at=utc_now()))
     return row

@@ -55,10 +55,11 @@ def list_runs(connection, limit=50):
 
 
 def find_run(connection, name):
-    """A run row by its id (the run folder's name), 'latest' (the newest complete run) or its number."""
+    """A run row by its id (the run folder's name), 'latest' or its number. latest means what <report root>/latest
+    means: the complete run that started last (not the one that finished last: audits overlap)."""
     if name == LATEST:
         row = connection.execute(select(RUNS).where(RUNS.c.status == "complete")
-                                 .order_by(RUNS.c.id.desc()).limit(1)).first()
+                                 .order_by(RUNS.c.started_at.desc().nulls_last(), RUNS.c.id.desc()).limit(1)).first()
     else:
         row = connection.execute(select(RUNS).where(RUNS.c.run_id == name)).first()
         if row is None and str(name).isdigit():

@@ -7,6 +7,8 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import contextlib
+import fcntl
 import os
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import StoreError
@@ -65,18 +67,36 @@ SCHEMA_LOCK = 0x6770666C  # "gpfl": the PostgreSQL advisory lock that one schema
 
 def serialise_schema_changes(connection):
     """Several audits starting at once on a new PostgreSQL store (the slices of a sliced job) create its
-    schema one after the other: each waits for the lock, held until its transaction ends. SQLite
-    serialises writers itself."""
+    schema one after the other: each waits for the lock, held until its transaction ends. (SQLite:
+    sqlite_folder_locked.)"""
     from sqlalchemy import text
     if connection.dialect.name == "postgresql":
         connection.execute(text("SELECT pg_advisory_xact_lock(%d)" % SCHEMA_LOCK))
+
+
+@contextlib.contextmanager
+def sqlite_folder_locked(engine):
+    """For a SQLite file store: an exclusive lock on the folder that holds it, for the duration. The Python
+    driver runs DDL outside a transaction, so several audits creating a new store at once would each find no
+    tables and each create them; with the lock, the first creates the schema and the others find it. A lock
+    on the folder, not on the database file: closing a descriptor of that file would drop SQLite's own locks."""
+    database = engine.url.database if engine.url.get_backend_name() == "sqlite" else None
+    if not database or database == ":memory:":
+        yield
+        return
+    handle = os.open(os.path.dirname(os.path.abspath(database)), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)
 
 
 def ensure_schema(engine, revision="head"):
     """Create or upgrade the store to `revision` (head: this code's newest) in one transaction; refuse a
     store at a revision this code does not know. Returns the revision the store is at."""
     target = HEAD if revision == "head" else revision
-    with engine.begin() as connection:
+    with sqlite_folder_locked(engine), engine.begin() as connection:
         serialise_schema_changes(connection)
         current = current_revision(connection)
         refuse_newer(current)

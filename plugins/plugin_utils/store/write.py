@@ -2,22 +2,20 @@
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Writes one run (its record, host statuses, facts, findings, causes and GPU counters) on a connection
-whose transaction the caller holds, and applies the retention policy."""
+whose transaction the caller holds (the retention: store/retention.py)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import datetime
 import json
 import os
 import zlib
 
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import delete, select
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import fleet_counters
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import compressed_facts, extract_blob
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import (
-    BASELINES, CAUSES, COUNTER_COLUMNS, FACTS, FINDINGS, GPU_COUNTERS, HOSTS, RUN_TABLES, RUNS)
+    CAUSES, COUNTER_COLUMNS, FACTS, FINDINGS, GPU_COUNTERS, HOSTS, RUNS)
 
 UNSCOPED = "all"
 
@@ -84,16 +82,49 @@ def stored_policies(record):
             if 0 <= index < len(policies)}
 
 
-def insert_run(connection, report, host_policies=None):
+MAX_RUN_ID_ATTEMPTS = 1000
+
+
+def run_id_candidates(run_id):
+    """run_id, then run_id-2, -3, ...: a run of another controller or slice that started in the same second
+    (a shared store) holds the first."""
+    yield run_id
+    for attempt in range(2, MAX_RUN_ID_ATTEMPTS + 1):
+        yield "%s-%d" % (run_id, attempt)
+
+
+def inserted_unless_taken(connection, statement):
+    """The inserted row's number, or None when the run id is taken (the transaction goes on: PostgreSQL in a
+    savepoint; SQLite aborts only the statement, and a savepoint there would end the driver's transaction)."""
+    from sqlalchemy.exc import IntegrityError
+    try:
+        if connection.dialect.name == "postgresql":
+            with connection.begin_nested():
+                return connection.execute(statement).inserted_primary_key[0]
+        return connection.execute(statement).inserted_primary_key[0]
+    except IntegrityError:
+        return None
+
+
+def insert_run(connection, report, host_policies=None, run_dir=None, status=None):
+    """Inserts the run's record under the first free id of run_id_candidates, which becomes report.run.id;
+    status: the run's status in the store's runs table when not the report's (store/record.py: unfinished until
+    the run folder is complete). Returns the run's row number."""
     run = report["run"]
-    record = dict(run, **{POLICIES_KEY: policies_record(host_policies)}) if host_policies else run
-    result = connection.execute(RUNS.insert().values(
-        run_id=run["id"], scope_key=scope_key(run), status=run["status"], status_reason=run.get("status_reason"),
-        started_at=run.get("started_at"), finished_at=run.get("finished_at"), tool_version=run.get("tool_version"),
-        report_version=report.get("report_version"), run_dir=run.get("run_dir"),
-        hosts_total=len(report["hosts"]), findings_total=len(report["findings"]),
-        record=dumps(record), summary=dumps(report["summary"])))
-    return result.inserted_primary_key[0]
+    stored_policies_record = {POLICIES_KEY: policies_record(host_policies)} if host_policies else {}
+    for run_id in run_id_candidates(run["id"]):
+        record = dict(run, id=run_id, **stored_policies_record)
+        run_pk = inserted_unless_taken(connection, RUNS.insert().values(
+            run_id=run_id, scope_key=scope_key(run), status=status or run["status"],
+            status_reason=run.get("status_reason"),
+            started_at=run.get("started_at"), finished_at=run.get("finished_at"), tool_version=run.get("tool_version"),
+            report_version=report.get("report_version"), run_dir=run_dir or run.get("run_dir"),
+            hosts_total=len(report["hosts"]), findings_total=len(report["findings"]),
+            record=dumps(record), summary=dumps(report["summary"])))
+        if run_pk is not None:
+            run["id"] = run_id
+            return run_pk
+    raise ValueError("no free run id in the store after %d tries: %s-N" % (MAX_RUN_ID_ATTEMPTS, run["id"]))
 
 
 def insert_rows(connection, table, columns, rows):
@@ -146,13 +177,13 @@ def finding_rows(run_pk, identified, history, started):
 
 
 def write_run(connection, report, facts_by_host, identified, history, keep_facts=True, run_dir=None,
-              counters_by_host=None, host_policies=None, extracts=None):
+              counters_by_host=None, host_policies=None, extracts=None, status=None):
     """Insert the run; identified: [(finding, identity, identity parts)]; history: {identity: (first_seen, runs_open)}.
     run_dir: the run folder, whose facts files (hosts.<host>.facts_file, relative to it) are stored as they
     are; host_policies: {host: effective policy}, kept in the run record (store/aggregate.py reads them);
-    extracts: {host: the worker's store extract} (store/extract.py), whose compressed facts are stored as they are.
-    Returns the run's row number."""
-    run_pk = insert_run(connection, report, host_policies)
+    extracts: {host: the worker's store extract} (store/extract.py), whose compressed facts are stored as they are;
+    status: insert_run's. Returns the run's row number."""
+    run_pk = insert_run(connection, report, host_policies, run_dir, status)
     started = report["run"].get("started_at")
     insert_rows(connection, HOSTS, HOST_COLUMNS, [
         (run_pk, host, entry["status"], entry.get("message"), entry.get("facts_file"))
@@ -171,26 +202,3 @@ def write_run(connection, report, facts_by_host, identified, history, keep_facts
     insert_rows(connection, GPU_COUNTERS, COUNTER_ROW_COLUMNS,
                 counter_rows(run_pk, counters_by_host, facts_by_host, started or ""))
     return run_pk
-
-
-def cutoff(now, days):
-    return (now - datetime.timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def apply_retention(connection, facts_days, runs_days, now=None):
-    """Remove facts older than facts_days and runs (with their hosts, findings, causes and counters) older
-    than runs_days, except runs a baseline names. Returns {"facts": rows, "runs": rows} removed."""
-    now = now or datetime.datetime.now(datetime.timezone.utc)
-    removed = {"facts": 0, "runs": 0}
-    if facts_days:
-        old = select(RUNS.c.id).where(RUNS.c.started_at < cutoff(now, facts_days)).scalar_subquery()
-        removed["facts"] = connection.execute(delete(FACTS).where(FACTS.c.run_pk.in_(old))).rowcount
-    if runs_days:
-        kept = select(BASELINES.c.run_pk)
-        old_runs = [row.id for row in connection.execute(
-            select(RUNS.c.id).where(RUNS.c.started_at < cutoff(now, runs_days), RUNS.c.id.not_in(kept)))]
-        if old_runs:
-            for table in RUN_TABLES:
-                connection.execute(delete(table).where(table.c.run_pk.in_(old_runs)))
-            removed["runs"] = connection.execute(delete(RUNS).where(RUNS.c.id.in_(old_runs))).rowcount
-    return removed

@@ -90,3 +90,20 @@ def test_the_policy_rejects_bad_load_keys():
     with pytest.raises(PolicyError) as error:
         validate_policy({"workload": {"services": {"vllm": {"load": {"steps": [4, 2]}}}}})
     assert "must rise step by step" in str(error.value)
+
+
+class LazyLoadDefinition(dict):
+    """Stands for ansible's lazy container of a templated policy: deep-copying one copies the templar with it
+    (and its plugin loaders: ansible-core 2.21 prints a deprecation warning for each loader copied)."""
+
+    def __deepcopy__(self, memo):
+        raise AssertionError("the load definition was deep-copied with its templar")
+
+
+def test_the_load_definition_is_copied_as_plain_data_not_deep_copied():
+    checked = policy()
+    entry = checked["workload"]["services"][0]
+    entry["load"] = LazyLoadDefinition(entry["load"])
+    result = plan("gpu-01", checked, "vllm", facts=idle_facts())
+    assert not isinstance(result["definition"], LazyLoadDefinition) and result["definition"] == dict(entry["load"])
+    assert result["definition"]["duration_sec"] == 10

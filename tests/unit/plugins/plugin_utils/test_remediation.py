@@ -63,9 +63,24 @@ def test_a_host_the_run_refused_to_act_on_never_reads_as_a_role_that_ran():
     refused = "c: not acted on, plan only: would run driver, gpu_settings. Refused because its facts are replayed."
     record = compare(BEFORE, report("r2", BEFORE["findings"], {"a": "ok", "b": "ok", "c": "ok"}),
                      not_acted={"c": refused})
-    assert record["remediation_version"] == "1.1" and record["not_acted"] == {"c": refused}
+    assert record["remediation_version"] == "1.2" and record["not_acted"] == {"c": refused}
     why = {(f["host"], f["rule"]): f["why"] for f in record["remaining"]}
     assert why[("c", "driver.kernel_userspace_mismatch")] == why[("c", "driver.persistence_mode")] == (
         "no role acted on this host: the run refused it (not_acted in remediation.json says why)")
     assert why[("a", "workload.restart_policy")].startswith("the restart_policy role ran")
     assert "Not acted on (refused, see above): c" in render_summary(record).splitlines()
+
+
+def test_a_host_the_compared_run_did_not_audit_is_never_cleared():
+    # the folder compared with audited a and b only (--limit); the later run audited a and c
+    before = report("r1", [finding("b", "hardware.row_remap", None, "0000:07:00.0", "critical"),
+                           finding("a", "workload.restart_policy", "restart_policy")], {"a": "ok", "b": "ok"})
+    after = report("r2", [finding("c", "driver.pin_drift", "driver")], {"a": "ok", "c": "ok"})
+    record = compare(before, after)
+    assert [(f["host"], f["rule"]) for f in record["cleared"]] == [("a", "workload.restart_policy")]
+    assert record["remaining"] == [] and record["new"] == [] and record["not_converged"] == []
+    assert [(f["host"], f["rule"], f["why"]) for f in record["not_compared"]] == [
+        ("b", "hardware.row_remap", "run r2 did not audit b"), ("c", "driver.pin_drift", "run r1 did not audit c")]
+    text = render_summary(record)
+    assert text.startswith("Remediation r1 -> r2: 1 finding(s) cleared, 0 remain, 0 new")
+    assert "Not compared: 2 finding(s) of hosts only one of the two runs audited (b, c)" in text

@@ -473,6 +473,45 @@ def test_latest_moves_only_after_a_complete_run(tmp_path, demo_report, monkeypat
     assert sorted(os.listdir(root)) == ["latest", "run1", "run2"]
 
 
+def test_overlapping_audits_leave_latest_at_the_run_that_started_later(tmp_path, demo_report):
+    root = tmp_path / "reports"
+    # the later audit finishes first; the earlier one, finishing after it, must not move latest back
+    write_reports(demo_report, str(root / "20260301T120500Z"), str(root))
+    write_reports(demo_report, str(root / "20260301T120000Z-incident"), str(root))
+    assert os.readlink(root / "latest") == "20260301T120500Z"
+    # a run that started later still moves it, and so does one of the same second (the later finisher)
+    write_reports(demo_report, str(root / "20260301T121000Z"), str(root))
+    assert os.readlink(root / "latest") == "20260301T121000Z"
+    write_reports(demo_report, str(root / "20260301T121000Z-2"), str(root))
+    assert os.readlink(root / "latest") == "20260301T121000Z-2"
+    assert not [name for name in os.listdir(root) if name.endswith(".tmp")]
+
+
+def test_latest_partial_keeps_the_newer_partial_run_too(tmp_path, demo_report):
+    root = tmp_path / "reports"
+    partial = dict(demo_report, run=dict(demo_report["run"], status="partial"))
+    write_reports(partial, str(root / "20260301T120500Z"), str(root))
+    write_reports(partial, str(root / "20260301T120000Z"), str(root))
+    assert os.readlink(root / "latest-partial") == "20260301T120500Z"
+    assert not os.path.lexists(root / "latest")
+
+
+def test_the_link_check_and_move_wait_for_the_lock_another_writer_holds(tmp_path, demo_report):
+    import threading
+    root = tmp_path / "reports"
+    root.mkdir()
+    moved = []
+    with report_writer.links_locked(str(root)):
+        writer = threading.Thread(target=lambda: moved.append(
+            report_writer.point_latest(str(root / "20260301T120000Z"), str(root))))
+        writer.start()
+        writer.join(0.5)
+        # the other writer waits while the lock is held: nothing moved yet
+        assert writer.is_alive() and not os.path.lexists(root / "latest")
+    writer.join(5)
+    assert moved == [str(root / "latest")] and os.readlink(root / "latest") == "20260301T120000Z"
+
+
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):
     target = tmp_path / "report.json"
     target.write_text("old")

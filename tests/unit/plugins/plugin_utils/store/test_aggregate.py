@@ -45,6 +45,12 @@ def test_status_complete_partial_and_failed():
     assert status == "failed"
 
 
+def test_a_slice_run_whose_reports_were_not_all_written_makes_the_aggregate_partial():
+    status, reason = aggregate.aggregate_status(
+        union_of([slice_entry(1), slice_entry(2, "unfinished", "r-killed"), slice_entry(3)]), 3)
+    assert (status, reason) == ("partial", "slice run r-killed is unfinished (its reports were not all written)")
+
+
 def test_stored_policies_round_trip_one_copy_per_distinct_policy():
     first, second = {"driver": {"pin": "550"}}, {"driver": {"pin": None}}
     stored = policies_record({"a": first, "b": dict(first), "c": second})

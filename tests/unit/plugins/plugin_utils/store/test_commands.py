@@ -113,3 +113,24 @@ def test_baseline_template_as_markdown(two_runs, capsys):
     assert "| run | r1 (started %s" % T1 in out
     assert "| GPU models (GPUs) | NVIDIA H100 80GB HBM3 (4) |" in out
     assert "| driver (hosts) | 550.90.07 (2) |" in out and "| GPUs per host (hosts) | 2 (2) |" in out
+
+
+def test_latest_is_the_complete_run_that_started_last_not_a_partial_or_older_one(store_url, capsys):  # noqa: F811
+    # the audit that started later finished first; an earlier-started one and a --limit run finished after it
+    record(store_url, *make_run("started-later", T2, {"node-1": [], "node-2": []}))
+    record(store_url, *make_run("started-earlier", T1, {"node-1": [], "node-2": []}))
+    record(store_url, *make_run("one-host-incident", T2, {"node-1": [xid("node-1")]}, status="partial"))
+    status, out, _err = run(["--store-url", store_url, "baseline", "set", "latest"], capsys)
+    assert status == 0 and "the whole fleet: run started-later" in out
+    assert json.loads(run(["--store-url", store_url, "show", "latest", "--json"], capsys)[1])["run"]["id"] == \
+        "started-later"
+
+
+def test_an_unfinished_run_cannot_be_a_baseline(store_url, capsys):  # noqa: F811
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings, record_run
+    report, facts = make_run("killed", T1, {"node-1": []})
+    record_run(StoreSettings(store_url, "test"), report, facts, reports_pending=True)
+    status, _out, err = run(["--store-url", store_url, "baseline", "set", "killed"], capsys)
+    assert status == 1 and "run killed is unfinished (its reports were not all written)" in err
+    listed = json.loads(run(["--store-url", store_url, "runs", "--json"], capsys)[1])
+    assert [(item["run"], item["status"]) for item in listed] == [("killed", "unfinished")]

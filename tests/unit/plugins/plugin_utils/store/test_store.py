@@ -2,11 +2,12 @@
 per run, stable finding identities, new / persisting / cleared, migrations, failures that never stop a run."""
 
 import datetime
+import json
 
 import pytest
 from sqlalchemy import inspect, select, text
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store import write as store_write
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store import retention as store_retention
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import StoreError, make_engine
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import (
     finding_history, list_runs, run_facts, store_counts)
@@ -185,7 +186,7 @@ def test_interrupted_run_leaves_no_partial_run(store_url, monkeypatch):
 
     def interrupted(*_args, **_kwargs):
         raise KeyboardInterrupt()
-    monkeypatch.setattr(store_write, "apply_retention", interrupted)
+    monkeypatch.setattr(store_retention, "apply_retention", interrupted)
     report, facts = make_run("r2", T2, {"node-1": [xid("node-1"), pcie("node-1")]})
     with pytest.raises(KeyboardInterrupt):
         record(store_url, report, facts)
@@ -217,6 +218,119 @@ def test_retention_zero_keeps_everything(store_url):
     record(store_url, *make_run("ancient", days_ago(400), {"node-1": []}), facts_days=0, runs_days=0)
     record(store_url, *make_run("today", T1, {"node-1": []}), facts_days=0, runs_days=0)
     assert counts(store_url)["runs"] == 2 and counts(store_url)["facts"] == 2
+
+
+def facts_hosts(url, run_id):
+    engine = make_engine(url)
+    try:
+        with engine.connect() as connection:
+            pk = connection.execute(select(RUNS.c.id).where(RUNS.c.run_id == run_id)).scalar()
+            return None if pk is None else sorted(run_facts(connection, pk))
+    finally:
+        engine.dispose()
+
+
+def test_a_limit_run_of_one_group_applies_its_retention_to_that_groups_data_only(store_url):
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings, record_run
+    keep = {"facts_days": 0, "runs_days": 0}
+    record(store_url, *make_run("a-old", days_ago(60), {"a-1": []}), **keep)
+    record(store_url, *make_run("b-old", days_ago(60), {"b-1": []}), **keep)
+    record(store_url, *make_run("ab-old", days_ago(60), {"a-1": [], "b-1": []}), **keep)
+    record(store_url, *make_run("ab-yesterday", days_ago(1), {"a-1": [], "b-1": []}), **keep)
+    # --limit group_a: only a-1 is in the run, with its group's short retention (group_b's policy keeps a year)
+    short = validate_policy({"store": {"retention": {"facts_days": 7, "runs_days": 30}}})
+    report, facts = make_run("a-today", T4, {"a-1": []}, status="partial")
+    record_run(StoreSettings(store_url, "test", 7, 30), report, facts, host_policies={"a-1": short})
+    assert facts_hosts(store_url, "a-old") is None  # every host of it is group_a's: the run owns it
+    assert facts_hosts(store_url, "b-old") == ["b-1"]  # group_b's: untouched
+    assert facts_hosts(store_url, "ab-old") == ["b-1"]  # shared: a-1's facts go, the run and b-1's facts stay
+    assert report["store"]["retention"]["removed"] == {"facts": 2, "runs": 1}  # a-1 of a-old and of ab-old
+    assert report["store"]["retention"]["skipped"] is None
+
+
+def test_a_complete_run_owns_its_scopes_earlier_runs_and_no_other_scopes(store_url):
+    keep = {"facts_days": 0, "runs_days": 0}
+    # a host since removed from the inventory, in an old run of the whole fleet; another pattern's old run
+    record(store_url, *make_run("all-old", days_ago(400), {"node-1": [], "retired-9": []}), **keep)
+    record(store_url, *make_run("h100-old", days_ago(400), {"other-1": []}, pattern="h100"), **keep)
+    record(store_url, *make_run("all-recent", days_ago(60), {"node-1": [], "retired-9": []}), **keep)
+    report, facts = make_run("all-today", T4, {"node-1": []})
+    record(store_url, report, facts, facts_days=30, runs_days=365)
+    assert facts_hosts(store_url, "all-old") is None
+    assert facts_hosts(store_url, "h100-old") == ["other-1"]
+    assert facts_hosts(store_url, "all-recent") == []
+    assert report["store"]["retention"]["removed"] == {"facts": 4, "runs": 1}
+
+
+def test_a_clock_that_jumped_forward_does_not_purge_the_history(store_url):
+    keep = {"facts_days": 0, "runs_days": 0}
+    # the controller's clock now reads two years after the newest stored run
+    record(store_url, *make_run("before-the-jump", days_ago(731), {"node-1": [xid("node-1")]}), **keep)
+    record(store_url, *make_run("last-before-the-jump", days_ago(730), {"node-1": [xid("node-1")]}), **keep)
+    report, facts = make_run("after-the-jump", T4, {"node-1": []})
+    record(store_url, report, facts, facts_days=30, runs_days=365)
+    retention = report["store"]["retention"]
+    assert retention["removed"] == {"facts": 0, "runs": 0}
+    assert "more than the retention's 365 days before this controller's clock" in retention["skipped"]
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.report_history import store_line
+    assert "; retention NOT applied: the newest stored run started at " in store_line(report)
+    assert counts(store_url)["runs"] == 3 and counts(store_url)["facts"] == 3
+
+
+def test_a_stored_run_far_in_the_future_of_the_clock_stops_the_retention(store_url):
+    keep = {"facts_days": 0, "runs_days": 0}
+    record(store_url, *make_run("ancient", days_ago(400), {"node-1": []}), **keep)
+    record(store_url, *make_run("from-the-future", days_ago(-3), {"node-1": []}), **keep)
+    report, facts = make_run("now", T4, {"node-1": []})
+    record(store_url, report, facts, facts_days=30, runs_days=365)
+    assert "after this controller's clock" in report["store"]["retention"]["skipped"]
+    assert counts(store_url)["runs"] == 3
+
+
+def test_two_controllers_starting_in_the_same_second_are_both_stored(store_url):
+    first, facts = make_run("20260301T120000Z", T3, {"node-1": [xid("node-1")]})
+    record(store_url, first, facts)
+    second, facts = make_run("20260301T120000Z", T3, {"node-2": [xid("node-2")]})
+    record(store_url, second, facts)
+    third, facts = make_run("20260301T120000Z", T3, {"node-3": []})
+    record(store_url, third, facts)
+    assert [report["store"]["status"] for report in (first, second, third)] == ["written"] * 3
+    assert [report["run"]["id"] for report in (first, second, third)] == [
+        "20260301T120000Z", "20260301T120000Z-2", "20260301T120000Z-3"]
+    engine = make_engine(store_url)
+    with engine.connect() as connection:
+        stored = {row.run_id: row.hosts_total for row in list_runs(connection)}
+        record_ids = [json.loads(value)["id"] for value in connection.execute(select(RUNS.c.record).order_by(RUNS.c.id)
+                                                                              ).scalars()]
+    engine.dispose()
+    assert stored == {"20260301T120000Z": 1, "20260301T120000Z-2": 1, "20260301T120000Z-3": 1}
+    assert record_ids == ["20260301T120000Z", "20260301T120000Z-2", "20260301T120000Z-3"]
+    assert counts(store_url)["findings"] == 2
+
+
+def record_one_run(url, number, barrier, results):
+    report, facts = make_run("20260301T120000Z", T3, {"node-%d" % number: [xid("node-%d" % number)]})
+    barrier.wait()
+    record(url, report, facts)
+    results.put((report["store"]["status"], report["store"]["error"], report["run"]["id"]))
+
+
+def test_audits_creating_a_new_sqlite_store_at_once_are_all_stored(tmp_path):
+    import multiprocessing
+    url = "sqlite:///%s" % (tmp_path / "new" / "gpufleet.sqlite")
+    context = multiprocessing.get_context("fork")
+    barrier, results = context.Barrier(6), context.Queue()
+    workers = [context.Process(target=record_one_run, args=(url, number, barrier, results)) for number in range(6)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(120)
+    outcomes = [results.get(timeout=5) for _worker in workers]
+    assert [(status, error) for status, error, _id in outcomes] == [("written", None)] * 6
+    assert sorted(run_id for _status, _error, run_id in outcomes) == sorted(
+        ["20260301T120000Z"] + ["20260301T120000Z-%d" % n for n in range(2, 7)])
+    assert counts(url)["runs"] == 6
 
 
 def test_the_codes_revision_list_is_alembics():
