@@ -80,10 +80,12 @@ def role_task_hosts(result):
 
 
 def messages(result):
-    """The msg values Ansible printed (YAML callback), each on one line."""
+    """The msg values Ansible printed, each on one line: those of the YAML result format, and the verdicts the
+    project's stdout callback prints as "failed: [host] msg" or "unreachable: [host] msg" (plugins/callback)."""
     found = []
     for match in re.finditer(r"^ +msg: (['\"]?)(.*?)\1\n(?= +\w+:|\S|$)", result.stdout, re.M | re.S):
         found.append(re.sub(r"\s*\n\s*", " ", match.group(2)).replace("''", "'"))
+    found += re.findall(r"^(?:failed|unreachable): \[[^\]]+\] (.*)$", result.stdout, re.M)
     return found
 
 
