@@ -117,10 +117,11 @@ def test_remediate_on_the_demo_shows_plans_and_acts_on_nothing(tmp_path, watched
         record = json.load(handle)
     assert sorted(record["not_acted"]) == sorted(wanted) and record["cleared"] == []
     printed = messages(result)
+    mark = "[check mode] " if check else ""
     for host, roles in wanted.items():
-        plan = "%s: not acted on, plan only: would run %s. Refused because its facts are replayed" % (
-            host, ", ".join(roles))
-        assert [line for line in printed if line.startswith(plan)] == [record["not_acted"][host]]
+        plan = "%s%s: not acted on, plan only: would run %s. Refused because its facts are replayed" % (
+            mark, host, ", ".join(roles))
+        assert [line for line in printed if line.startswith(plan)] == [mark + record["not_acted"][host]]
         assert record["not_acted"][host].endswith(HOW_TO_PROCEED)
     assert all(finding["why"].startswith("no role acted on this host") for finding in record["remaining"]
                if finding["host"] in wanted)
