@@ -326,7 +326,8 @@ ansible_facts:
         a major version. A value that the backend could not read is null, never invented; the reason is in errors[].
         1.1 added nvidia_evidence, collection, kernel_log (bounded kernel-log events with counts), driver_clients
         and kernel_events[].client_process and client_pid. 1.2 added workload and host_pressure, bmc (BMC sensors
-        and event log) and kubernetes (device plugin sharing and node resources). 1.3 added kernel_log.unplaced_lines.'
+        and event log) and kubernetes (device plugin sharing and node resources). 1.3 added kernel_log.unplaced_lines
+        and clock_offset_s.'
       returned: always
       type: dict
       contains:
@@ -351,6 +352,15 @@ ansible_facts:
           description: Wall time of the whole collection.
           returned: success
           type: float
+        clock_offset_s:
+          description: 'The host''s clock minus the controller''s, in seconds (negative: the host is behind), measured
+            by the controller''s gpu_facts action from collected_at and the times it sent the module and got its
+            answer: 0 when collected_at falls between them, else its distance from them, so the transfer time never
+            counts against the host. Absent or null when not measured (facts replayed from a fixture). The audit
+            reports an offset beyond thresholds.clock_offset_s (driver.clock_offset) and counts the Xid window in
+            the host''s clock. Added in 1.3.'
+          returned: success
+          type: int
         gather_subset:
           description: Subsets actually collected.
           returned: always
