@@ -98,8 +98,6 @@ def read_bmc(reader, bmc, now, window_hours):
     sel_text, sel_error = reader.run(SEL_ARGS)
     if sel_error:
         _add_error(bmc, SEL_ARGS, sel_error)
-    else:
-        bmc["sel"] = dict(window_events(parse_sel(sel_text), now, window_hours), window_hours=window_hours)
     if sdr_error and sel_error:
         bmc["status"] = "failed"
         bmc["reasons"] = ["the BMC did not answer: %s" % sdr_error]
@@ -108,6 +106,11 @@ def read_bmc(reader, bmc, now, window_hours):
     clock = parse_sel_clock(clock_text)
     if clock is not None and now is not None:
         bmc["clock_offset_s"] = int(round(clock - now))
+    if not sel_error:
+        # the records carry the BMC's clock: the window ends at the BMC's now, so a BMC clock hours off
+        # neither loses nor gains records
+        bmc_now = now + bmc["clock_offset_s"] if now is not None and bmc["clock_offset_s"] is not None else now
+        bmc["sel"] = dict(window_events(parse_sel(sel_text), bmc_now, window_hours), window_hours=window_hours)
     # many BMCs have no DCMI: then the power draw comes from a power sensor of the SDR, without an error
     dcmi_text, _dcmi_error = reader.run(DCMI_ARGS)
     watts = parse_dcmi_power(dcmi_text)
