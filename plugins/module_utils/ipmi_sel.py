@@ -86,7 +86,10 @@ def iso_epoch(text):
 
 
 def event_severity(sensor, event):
-    text = ("%s %s" % (event, sensor)).lower()
+    """The severity of a record from its event text, the column that carries the state. The sensor column names
+    the sensor (the BMC vendor's free text: "PSU Failure Sensor" is a name, not a failure) and decides nothing."""
+    del sensor
+    text = event.lower()
     for words, severity in _SEVERITY_WORDS:
         if words in text:
             return severity
