@@ -101,3 +101,20 @@ def test_dmesg_decode_iso_capture_gives_its_seventeen_xids(corpus):
 def test_pstore_priority_before_the_raw_time_is_read():
     xids = parse_kernel_log("<4>[ 1126.635824] " + XID_109, now=NOW, boot_time=NOW - 2000)[0]
     assert [(xid["xid"], xid["time"]) for xid in xids] == [(109, "2026-11-30T11:45:26.635824Z")]
+
+
+def test_unplaced_lines_make_the_collection_partial_on_a_gpu_host():
+    """An Xid among lines of an unknown format would be missed: the host is not a clean bill."""
+    import pynvml
+    from ansible_collections.gpufleet.core.plugins.module_utils import collector
+    from simulator.nvml_sim import SimulatedNvmlLibrary, scenario_h100_node
+    text = "\n".join(["2026-11-30T10:11:12+0000 gpu-0 kernel: " + XID_109] + UNKNOWN_FORMAT)
+    host = ReplayHost({"now": NOW, "bins": {"journalctl": "/usr/bin/journalctl"},
+                       "commands": {"journalctl _TRANSPORT=kernel -o short-iso --no-pager --since=-72h":
+                                    {"rc": 0, "stdout": text}}})
+    facts = collector.Collection(host=host, source="nvml", gather_subset=["min", "kernel_log"], pynvml=pynvml,
+                                 kernel_log_source="journalctl",
+                                 nvml_library=SimulatedNvmlLibrary(scenario_h100_node(1))).run()[0]
+    assert_valid_facts(facts)
+    assert facts["collection"] == {"status": "partial", "reasons": [
+        "kernel log: 3 lines naming NVRM in a format not read (an Xid among them would be missed)"]}
