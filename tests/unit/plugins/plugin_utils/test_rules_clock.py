@@ -123,3 +123,36 @@ def test_the_xid_window_counted_from_a_controller_time_is_on_the_hosts_clock():
     facts["clock_offset_s"] = 5 * 3600
     facts["xid_events"] = [xid_event(48, "0000:3a:00.0", iso(collected - 4 * 3600))]
     assert findings_of(facts, "hardware.xid", three_hours, now=iso(collected - 5 * 3600)) == []
+
+
+def _node_with_sel(record_time, sel_clock):
+    """A healthy node (collected 2026-11-30T06:00:00Z on its clock) whose BMC logged one critical record at
+    record_time ('MM/DD/YY | HH:MM:SS') and whose SEL clock reads sel_clock."""
+    from ansible_collections.gpufleet.core.plugins.module_utils.bmc_collect import collect_bmc_in_band
+    from tests.support.bmc_samples import answering_host, key
+    sel = "   1 | %s GMT | Memory #0x2b | Uncorrectable ECC | Asserted\n" % record_time
+    facts = healthy_node()
+    facts["bmc"] = collect_bmc_in_band(answering_host({
+        key("sel", "elist"): {"rc": 0, "stdout": sel},
+        key("sel", "time", "get"): {"rc": 0, "stdout": sel_clock + " GMT\n"}}), new_facts(), 72, 10)
+    facts["gather_subset"].append("bmc")
+    return facts
+
+
+def test_the_bmc_event_log_window_is_on_the_bmcs_clock_in_band():
+    """The BMC is 10 h behind the host: its record of 19:00 is 1 h old on its clock, 11 h before the host's now."""
+    facts = _node_with_sel("11/29/26 | 19:00:00", "11/29/26 20:00:00")
+    assert facts["bmc"]["clock_offset_s"] == -36000
+    assert len(findings_of(facts, "hardware.bmc_event_log", policy(thresholds={"xid_window_hours": 3}))) == 1
+
+
+def test_the_bmc_event_log_window_over_lan_counts_the_hosts_own_offset():
+    """Over LAN the BMC's offset is against the controller. The host is 10 h behind the controller and the BMC
+    agrees with the controller: the BMC is 10 h ahead of the host, and its record of 11:00 (host's 01:00 + 10 h)
+    is 5 h old on its clock, outside a 3 h window."""
+    facts = _node_with_sel("11/30/26 | 11:00:00", "11/30/26 06:00:00")
+    facts["bmc"].update(source="lan", address="10.0.0.7", clock_offset_s=0)
+    facts["clock_offset_s"] = -36000
+    assert findings_of(facts, "hardware.bmc_event_log", policy(thresholds={"xid_window_hours": 3})) == []
+    facts["clock_offset_s"] = 0  # host, BMC and controller agree: the record is 5 h in the future, kept
+    assert len(findings_of(facts, "hardware.bmc_event_log", policy(thresholds={"xid_window_hours": 3}))) == 1
