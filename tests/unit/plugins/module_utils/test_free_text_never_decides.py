@@ -165,3 +165,21 @@ def test_a_service_printing_systemds_words_is_no_oom_kill_of_its_unit(systemds_m
     scan = scan_journal(_journal_entry(systemds_message, 4242, "python3"))
     assert scan["matches"]["oom_killed"]["count"] == 0
     assert scan_journal(_journal_entry(systemds_message, 1, "systemd"))["matches"]["oom_killed"]["count"] == 1
+
+
+# ---------------------------------------------------------------- Redfish
+
+@pytest.mark.parametrize("trigger", SEL_TRIGGERS)
+@pytest.mark.parametrize("field", ["Name", "FanName", "MemberId", "Model", "Manufacturer"])
+def test_redfish_states_come_from_status_not_names(field, trigger):
+    from ansible_collections.gpufleet.core.plugins.module_utils.redfish_chassis import summarize_redfish
+    def item(name, **values):
+        return dict({"Status": {"State": "Enabled", "Health": "OK"}, "Name": name}, **dict(values, **{field: trigger}))
+    thermal = {"Fans": [item("Fan 1", Reading=9000, ReadingUnits="RPM")]}
+    power = {"PowerSupplies": [item("PSU 1", LastPowerOutputWatts=800)],
+             "Redundancy": [item("PSU Redundancy", Mode="N+m")]}
+    bmc = summarize_redfish(power, thermal)
+    assert [(fan["failed"], fan["slow"]) for fan in bmc["fans"]] == [(False, False)]
+    assert [(psu["failed"], psu["ac_lost"], psu["predictive_failure"]) for psu in bmc["power_supplies"]] == [
+        (False, False, False)]
+    assert [group["state"] for group in bmc["redundancy"]] == ["redundant"]
