@@ -156,3 +156,22 @@ def test_the_bmc_event_log_window_over_lan_counts_the_hosts_own_offset():
     assert findings_of(facts, "hardware.bmc_event_log", policy(thresholds={"xid_window_hours": 3})) == []
     facts["clock_offset_s"] = 0  # host, BMC and controller agree: the record is 5 h in the future, kept
     assert len(findings_of(facts, "hardware.bmc_event_log", policy(thresholds={"xid_window_hours": 3}))) == 1
+
+
+@pytest.mark.parametrize("offset", [-36000, 0, 7200])
+def test_the_incident_window_is_read_on_the_hosts_clock(capsys, tmp_path, offset):
+    """The incident happened 06:00-07:00 (controller's time); a host whose clock is `offset` seconds off stamped
+    its logs of that hour offset seconds later: gpu_evidence reads that span."""
+    import json
+    from ansible.module_utils.testing import patch_module_args
+    from ansible_collections.gpufleet.core.plugins.modules import gpu_evidence
+    fixture = tmp_path / "host.json"
+    fixture.write_text(json.dumps({"host": {"now": epoch("2026-11-30T08:00:00Z"), "bins": {}, "commands": {}}}))
+    args = {"since": "2026-11-30T06:00:00Z", "until": "2026-11-30T07:00:00Z", "source": "replay",
+            "fixture": str(fixture), "clock_offset_s": offset}
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            gpu_evidence.main()
+    result = json.loads(capsys.readouterr().out)
+    assert result["window"] == {"since": epoch("2026-11-30T06:00:00Z") + offset,
+                                "until": epoch("2026-11-30T07:00:00Z") + offset}
