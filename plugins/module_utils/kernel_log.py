@@ -5,7 +5,8 @@
 
 parse_kernel_log() reads the text of journalctl (short-iso, short-iso-precise, short),
 syslog/kern.log files (classic, ISO 8601 with or without a zone, `YYYY-MM-DD HH:MM:SS,mmm`,
-RFC 5424), `dmesg --ctime`/`dmesg -T`, raw dmesg, /dev/kmsg records and bare lines, and returns records in the schema's xid_event and kernel_event shapes.
+RFC 5424), `dmesg --ctime`/`dmesg -T`, `dmesg --decode`, raw dmesg (with or without its <priority>),
+/dev/kmsg records and bare lines, and returns records in the schema's xid_event and kernel_event shapes.
 Times are rendered as UTC ISO 8601; a raw dmesg/kmsg time with no known boot time
 stays the raw seconds-since-boot string. Local times (syslog, dmesg --ctime) are read
 in the time zone of the process, which on a target is the host's own.
@@ -82,7 +83,8 @@ _MESSAGE_PREFIX_RE = re.compile(
 # A line in a known format whose message does not start with NVRM: another sender's (syslog, RFC 5424),
 # or a kernel message that names NVRM later on. Such a line is placed (read, and no event).
 _KNOWN_LINE_RE = re.compile(
-    r"(?:%s)?(?:(?:%s|(?:%s)\s+\d{1,2}\s+\d\d:\d\d:\d\d(?:\.\d+)?)\s+(?:[^\s:]+\s+)?(?!NVRM)[^\s:\[\]]+(?:\[[^\]\s]*\])?:\s"
+    r"(?:%s)?(?:(?:%s|(?:%s)\s+\d{1,2}\s+\d\d:\d\d:\d\d(?:\.\d+)?)"
+    r"\s+(?:[^\s:]+\s+)?(?!NVRM)[^\s:\[\]]+(?:\[[^\]\s]*\])?:\s"
     r"|<\d{1,3}>\d{1,2} (?:%s|-) \S+ (?!NVRM)\S+ "
     r"|\[[A-Z][a-z]{2}\s+(?:%s)\s+\d{1,2}\s+\d\d:\d\d:\d\d\s+\d{4}\]"
     r"|\[\s*\d+\.\d+\]"

@@ -27,8 +27,8 @@ def test_sdr_cut_mid_line_leaves_the_half_line_out_and_says_so():
     cut = SDR_ELIST + "FAN5             | 34h | ok  | 29.5 | Transition"
     bmc, facts = collect({key("sdr", "elist"): {"rc": 0, "stdout": cut}})
     assert bmc["status"] == "partial"
-    assert reasons(bmc, "ipmitool sdr elist") == ["output cut mid-line: 'FAN5             | 34h | ok  | 29.5 | Transition' "
-                                                  "not read"]
+    assert reasons(bmc, "ipmitool sdr elist") == [
+        "output cut mid-line: 'FAN5             | 34h | ok  | 29.5 | Transition' not read"]
     assert "FAN5" not in [fan["name"] for fan in bmc["fans"]]
     assert bmc["reasons"] == ["ipmitool sdr elist: " + reasons(bmc, "ipmitool sdr elist")[0]]
     assert [error["call"] for error in facts["errors"]] == ["ipmitool sdr elist"]
@@ -71,7 +71,8 @@ def test_pre_init_records_are_no_locale_problem():
 
 
 @pytest.mark.parametrize("call, answer, expected", [
-    (("sel", "time", "get"), "30.11.2026 06:00:42\n", "clock '30.11.2026 06:00:42' in a form not read (another locale?)"),
+    (("sel", "time", "get"), "30.11.2026 06:00:42\n",
+     "clock '30.11.2026 06:00:42' in a form not read (another locale?)"),
     (("dcmi", "power", "reading"), "    Instantaneous power reading:               2710,5 Watts\n"
                                    "    Power reading state is:                   activated\n",
      "power reading '2710,5 Watts' not read"),

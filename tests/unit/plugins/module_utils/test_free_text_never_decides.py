@@ -3,12 +3,20 @@ substring of a whole document or element. Every trigger word of a verdict is put
 of a healthy input (a process's name, a product name, a serial, a sensor's name ...) and the reading stays
 healthy."""
 
+import json
+import time
+
 import pytest
 
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost
+from ansible_collections.gpufleet.core.plugins.module_utils.ipmi_sel import parse_sel
+from ansible_collections.gpufleet.core.plugins.module_utils.ipmi_sensors import parse_sdr, summarize_sensors
+from ansible_collections.gpufleet.core.plugins.module_utils.journal_scan import scan_journal
+from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import parse_kernel_log
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import (
     collect_nvidia_smi, parse_nvidia_smi_xml)
+from ansible_collections.gpufleet.core.plugins.module_utils.redfish_chassis import summarize_redfish
 from tests.support.nvsmi_samples import SYNTHETIC
 
 # The words that make a verdict somewhere in the project: a lost GPU, a GPU off the bus, an Xid, a failed
@@ -92,8 +100,6 @@ KERNEL_FREE_TEXT = {
 @pytest.mark.parametrize("trigger", _one_line(KERNEL_TRIGGERS))
 @pytest.mark.parametrize("field", sorted(KERNEL_FREE_TEXT))
 def test_kernel_log_events_come_only_from_kernel_messages(field, trigger, monkeypatch):
-    import time
-    from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import parse_kernel_log
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
     xid_13 = KERNEL_FREE_TEXT["process name of an Xid"] % "python3"
@@ -114,7 +120,6 @@ SEL_TRIGGERS = TRIGGERS + ("Uncorrectable ECC", "Bus Fatal Error", "Machine Chec
 @pytest.mark.parametrize("trigger", _one_line(SEL_TRIGGERS))
 @pytest.mark.parametrize("field", ["sensor", "detail"])
 def test_sel_severity_comes_from_the_event_column(field, trigger):
-    from ansible_collections.gpufleet.core.plugins.module_utils.ipmi_sel import parse_sel
     sensor = "System Event %s" % trigger if field == "sensor" else "System Event #0x01"
     detail = " | %s" % trigger if field == "detail" else ""
     text = "   1 | 11/29/26 | 21:13:50 GMT | %s | Timestamp Clock Sync | Asserted%s\n" % (sensor, detail)
@@ -124,7 +129,6 @@ def test_sel_severity_comes_from_the_event_column(field, trigger):
 
 @pytest.mark.parametrize("trigger", _one_line(SEL_TRIGGERS))
 def test_sdr_states_come_from_the_reading_column_not_the_sensor_name(trigger):
-    from ansible_collections.gpufleet.core.plugins.module_utils.ipmi_sensors import parse_sdr, summarize_sensors
     name = trigger[:16]
     text = ("FAN1 %s | 30h | ok  | 29.1 | 6000 RPM\n"
             "PSU1 %s | 71h | ok  | 10.1 | Presence detected\n"
@@ -144,7 +148,6 @@ JOURNAL_TRIGGERS = TRIGGERS + ("CUDA out of memory", "an illegal memory access w
 
 
 def _journal_entry(message, pid, comm):
-    import json
     return json.dumps({"__REALTIME_TIMESTAMP": "1796032800000000", "_PID": str(pid), "_COMM": comm,
                        "SYSLOG_IDENTIFIER": comm, "UNIT": "trainer.service", "_SYSTEMD_UNIT": "trainer.service",
                        "MESSAGE": message})
@@ -152,7 +155,6 @@ def _journal_entry(message, pid, comm):
 
 @pytest.mark.parametrize("trigger", _one_line(JOURNAL_TRIGGERS))
 def test_a_unit_description_quoted_by_systemd_counts_no_failure(trigger):
-    from ansible_collections.gpufleet.core.plugins.module_utils.journal_scan import scan_journal
     text = "\n".join([_journal_entry("Started %s." % trigger, 1, "systemd"),
                       _journal_entry("trainer.service: Consumed 2min CPU time, %s." % trigger, 1, "systemd")])
     assert {kind: match["count"] for kind, match in scan_journal(text)["matches"].items() if match["count"]} == {}
@@ -161,7 +163,6 @@ def test_a_unit_description_quoted_by_systemd_counts_no_failure(trigger):
 @pytest.mark.parametrize("systemds_message", ["trainer.service: A process of this unit has been killed by the OOM "
                                               "killer.", "trainer.service: Failed with result 'oom-kill'."])
 def test_a_service_printing_systemds_words_is_no_oom_kill_of_its_unit(systemds_message):
-    from ansible_collections.gpufleet.core.plugins.module_utils.journal_scan import scan_journal
     scan = scan_journal(_journal_entry(systemds_message, 4242, "python3"))
     assert scan["matches"]["oom_killed"]["count"] == 0
     assert scan_journal(_journal_entry(systemds_message, 1, "systemd"))["matches"]["oom_killed"]["count"] == 1
@@ -172,7 +173,6 @@ def test_a_service_printing_systemds_words_is_no_oom_kill_of_its_unit(systemds_m
 @pytest.mark.parametrize("trigger", SEL_TRIGGERS)
 @pytest.mark.parametrize("field", ["Name", "FanName", "MemberId", "Model", "Manufacturer"])
 def test_redfish_states_come_from_status_not_names(field, trigger):
-    from ansible_collections.gpufleet.core.plugins.module_utils.redfish_chassis import summarize_redfish
     def item(name, **values):
         return dict({"Status": {"State": "Enabled", "Health": "OK"}, "Name": name}, **dict(values, **{field: trigger}))
     thermal = {"Fans": [item("Fan 1", Reading=9000, ReadingUnits="RPM")]}

@@ -1,13 +1,16 @@
 """Kernel logs in the other common file formats (RFC 5424, "YYYY-MM-DD HH:MM:SS,mmm", ISO 8601 with a zone)
 are read; NVRM lines in a format the reader does not know are counted and reported, never dropped silently."""
 
+import pynvml
 import pytest
 
+from ansible_collections.gpufleet.core.plugins.module_utils import collector
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import (
     UnplacedLines, collect_kernel_log, parse_kernel_log)
 from tests.support.kernel_log_builders import NOW, utc_zone  # noqa: F401  pylint: disable=unused-import
+from simulator.nvml_sim import SimulatedNvmlLibrary, scenario_h100_node
 from tests.support.schema_check import assert_valid_facts
 
 XID_109 = ("NVRM: Xid (PCI:0000:cb:00): 109, pid=1797828, name=pt_main_thread, "
@@ -105,9 +108,6 @@ def test_pstore_priority_before_the_raw_time_is_read():
 
 def test_unplaced_lines_make_the_collection_partial_on_a_gpu_host():
     """An Xid among lines of an unknown format would be missed: the host is not a clean bill."""
-    import pynvml
-    from ansible_collections.gpufleet.core.plugins.module_utils import collector
-    from simulator.nvml_sim import SimulatedNvmlLibrary, scenario_h100_node
     text = "\n".join(["2026-11-30T10:11:12+0000 gpu-0 kernel: " + XID_109] + UNKNOWN_FORMAT)
     host = ReplayHost({"now": NOW, "bins": {"journalctl": "/usr/bin/journalctl"},
                        "commands": {"journalctl _TRANSPORT=kernel -o short-iso --no-pager --since=-72h":

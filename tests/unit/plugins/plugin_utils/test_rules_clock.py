@@ -4,13 +4,18 @@ from a controller time."""
 
 import calendar
 import copy
+import json
 import time
 
 import pytest
+from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpufleet.core.plugins.action.gpu_facts import ActionModule
+from ansible_collections.gpufleet.core.plugins.module_utils.bmc_collect import collect_bmc_in_band
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
+from ansible_collections.gpufleet.core.plugins.modules import gpu_evidence
 from ansible_collections.gpufleet.core.plugins.plugin_utils.host_clock import measured_offset
+from tests.support.bmc_samples import answering_host, key
 from tests.support.rule_builders import findings_of, healthy_node, only, policy, xid_event
 from tests.support.schema_check import assert_valid_facts
 
@@ -128,8 +133,6 @@ def test_the_xid_window_counted_from_a_controller_time_is_on_the_hosts_clock():
 def _node_with_sel(record_time, sel_clock):
     """A healthy node (collected 2026-11-30T06:00:00Z on its clock) whose BMC logged one critical record at
     record_time ('MM/DD/YY | HH:MM:SS') and whose SEL clock reads sel_clock."""
-    from ansible_collections.gpufleet.core.plugins.module_utils.bmc_collect import collect_bmc_in_band
-    from tests.support.bmc_samples import answering_host, key
     sel = "   1 | %s GMT | Memory #0x2b | Uncorrectable ECC | Asserted\n" % record_time
     facts = healthy_node()
     facts["bmc"] = collect_bmc_in_band(answering_host({
@@ -162,9 +165,6 @@ def test_the_bmc_event_log_window_over_lan_counts_the_hosts_own_offset():
 def test_the_incident_window_is_read_on_the_hosts_clock(capsys, tmp_path, offset):
     """The incident happened 06:00-07:00 (controller's time); a host whose clock is `offset` seconds off stamped
     its logs of that hour offset seconds later: gpu_evidence reads that span."""
-    import json
-    from ansible.module_utils.testing import patch_module_args
-    from ansible_collections.gpufleet.core.plugins.modules import gpu_evidence
     fixture = tmp_path / "host.json"
     fixture.write_text(json.dumps({"host": {"now": epoch("2026-11-30T08:00:00Z"), "bins": {}, "commands": {}}}))
     args = {"since": "2026-11-30T06:00:00Z", "until": "2026-11-30T07:00:00Z", "source": "replay",
