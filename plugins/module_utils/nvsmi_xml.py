@@ -306,8 +306,7 @@ def _state_texts(elem):
         if child.tag in _FREE_TEXT_TAGS:
             continue
         yield child.text
-        for text in _state_texts(child):
-            yield text
+        yield from _state_texts(child)
 
 
 def _mib(value):
