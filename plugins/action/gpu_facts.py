@@ -35,6 +35,7 @@ from ansible_collections.gpufleet.core.plugins.action.audit_verdict import verdi
 from ansible_collections.gpufleet.core.plugins.module_utils.bmc_lan import LAN_DEFAULTS, read_bmc_over_lan
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import DeadlineHost, LiveHost
 from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import knowledge_loader
+from ansible_collections.gpufleet.core.plugins.plugin_utils.host_clock import measured_offset
 from ansible_collections.gpufleet.core.plugins.plugin_utils.host_diagnosis import DIAGNOSIS_KEY, host_diagnosis
 from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import collection_status
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import (
@@ -113,6 +114,17 @@ def bmc_params(options, module_args):
     return params, None
 
 
+def note_clock_offset(result, module_args, sent, answered):
+    """Sets the facts' clock_offset_s: the host's clock minus the controller's (plugin_utils/host_clock.py); not for
+    facts replayed from a fixture, whose collected_at is the moment they were recorded."""
+    facts = result["ansible_facts"]["gpufleet"]
+    if not isinstance(facts, dict) or module_args.get("fixture") or facts.get("source") == "replay":
+        return
+    offset = measured_offset(facts.get("collected_at"), sent, answered)
+    if offset is not None:
+        result["ansible_facts"] = dict(result["ansible_facts"], gpufleet=dict(facts, clock_offset_s=offset))
+
+
 def controller_host(deadline=None):
     """The controller as a LiveHost (programs found on PATH and in the sbin folders, as AnsibleModule finds them),
     its commands bounded by deadline (time.monotonic()) when given."""
@@ -149,8 +161,10 @@ class ActionModule(ActionBase):
             return result
 
         wrap_async = self._task.async_val
+        sent = time.time()
         result = merge_hash(result, self._execute_module(module_args=module_args, task_vars=task_vars,
                                                          wrap_async=wrap_async))
+        answered = time.time()
         for key in (FACTS_FILE_KEY, STORE_EXTRACT_KEY, DIAGNOSIS_KEY):  # this action's keys, never a host's
             result.pop(key, None)
         if not wrap_async:
@@ -158,6 +172,7 @@ class ActionModule(ActionBase):
         if wrap_async or "ansible_facts" not in result or "gpufleet" not in result["ansible_facts"]:
             return result
 
+        note_clock_offset(result, module_args, sent, answered)
         if options.get("bmc_address"):
             self._join_bmc(result, options, module_args, started)
         if options.get("policy") is not None and collection_status(result) == "ok":

@@ -20,6 +20,8 @@ SDR_ARGS = ("sdr", "elist")
 SEL_ARGS = ("sel", "elist")
 CLOCK_ARGS = ("sel", "time", "get")
 DCMI_ARGS = ("dcmi", "power", "reading")
+# What the parsers could not read of one answer, listed one by one at most
+MAX_PROBLEMS = 5
 
 
 def new_bmc(source, address=None):
@@ -94,12 +96,10 @@ def read_bmc(reader, bmc, now, window_hours):
     if sdr_error:
         _add_error(bmc, SDR_ARGS, sdr_error)
     else:
-        fill_sensors(bmc, sdr_text)
+        _add_problems(bmc, SDR_ARGS, fill_sensors(bmc, sdr_text))
     sel_text, sel_error = reader.run(SEL_ARGS)
     if sel_error:
         _add_error(bmc, SEL_ARGS, sel_error)
-    else:
-        bmc["sel"] = dict(window_events(parse_sel(sel_text), now, window_hours), window_hours=window_hours)
     if sdr_error and sel_error:
         bmc["status"] = "failed"
         bmc["reasons"] = ["the BMC did not answer: %s" % sdr_error]
@@ -108,25 +108,49 @@ def read_bmc(reader, bmc, now, window_hours):
     clock = parse_sel_clock(clock_text)
     if clock is not None and now is not None:
         bmc["clock_offset_s"] = int(round(clock - now))
+    elif clock_text and clock_text.strip():
+        _add_problems(bmc, CLOCK_ARGS, ["clock %r in a form not read (another locale?)" % clock_text.strip()[:80]])
+    if not sel_error:
+        # the records carry the BMC's clock: the window ends at the BMC's now, so a BMC clock hours off
+        # neither loses nor gains records
+        bmc_now = now + bmc["clock_offset_s"] if now is not None and bmc["clock_offset_s"] is not None else now
+        problems = []
+        bmc["sel"] = dict(window_events(parse_sel(sel_text, problems), bmc_now, window_hours),
+                          window_hours=window_hours)
+        _add_problems(bmc, SEL_ARGS, problems)
     # many BMCs have no DCMI: then the power draw comes from a power sensor of the SDR, without an error
     dcmi_text, _dcmi_error = reader.run(DCMI_ARGS)
-    watts = parse_dcmi_power(dcmi_text)
+    problems = []
+    watts = parse_dcmi_power(dcmi_text, problems)
+    _add_problems(bmc, DCMI_ARGS, problems)
     if watts is not None:
         bmc["power_draw_w"], bmc["power_draw_source"] = watts, "dcmi"
-    if sdr_error or sel_error:
+    if bmc["errors"]:
         bmc["status"] = "partial"
         bmc["reasons"] = ["%s: %s" % (error["call"], error["reason"]) for error in bmc["errors"]]
     return bmc
 
 
+def _add_problems(bmc, args, problems):
+    """What the parsers could not read of an answer (a line cut, another locale): errors, so the reading is
+    partial and says why."""
+    for problem in problems[:MAX_PROBLEMS]:
+        _add_error(bmc, args, problem)
+    if len(problems) > MAX_PROBLEMS:
+        _add_error(bmc, args, "%d more parts not read" % (len(problems) - MAX_PROBLEMS))
+
+
 def fill_sensors(bmc, sdr_text):
+    """Fills bmc from the SDR's text; returns what of it could not be read."""
     from ansible_collections.gpufleet.core.plugins.module_utils.ipmi_sensors import (
         MAX_SENSORS, parse_sdr, summarize_sensors)
-    sensors = parse_sdr(sdr_text)
+    problems = []
+    sensors = parse_sdr(sdr_text, problems)
     bmc.update(summarize_sensors(sensors))
     bmc["sensors"] = [{key: sensor[key] for key in ("name", "kind", "status", "reading", "unit", "states")}
                       for sensor in sensors[:MAX_SENSORS]]
     bmc["sensors_left_out"] = max(0, len(sensors) - MAX_SENSORS)
+    return problems
 
 
 def collect_bmc_in_band(host, facts, window_hours, timeout):

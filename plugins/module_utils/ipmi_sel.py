@@ -13,7 +13,7 @@ import calendar
 import re
 import time
 
-from ansible_collections.gpufleet.core.plugins.module_utils.ipmi_sensors import clean_field
+from ansible_collections.gpufleet.core.plugins.module_utils.ipmi_sensors import OddLines, clean_field, complete_lines
 
 # Records of the window kept whole (the latest ones); the others are only counted.
 MAX_SEL_EVENTS = 100
@@ -86,24 +86,40 @@ def iso_epoch(text):
 
 
 def event_severity(sensor, event):
-    text = ("%s %s" % (event, sensor)).lower()
+    """The severity of a record from its event text, the column that carries the state. The sensor column names
+    the sensor (the BMC vendor's free text: "PSU Failure Sensor" is a name, not a failure) and decides nothing."""
+    del sensor
+    text = event.lower()
     for words, severity in _SEVERITY_WORDS:
         if words in text:
             return severity
     return "info"
 
 
-def parse_sel(text):
-    """Records of `sel elist` / `sel list`, in log order; lines of another shape are skipped."""
+# The date a BMC whose clock was not set gives its records
+PRE_INIT = "pre-init"
+
+
+def parse_sel(text, problems=None):
+    """Records of `sel elist` / `sel list`, in log order. Lines of another shape and a last line cut mid-line
+    are not read, and dates in a form not read (another locale) leave their records untimed: all said in
+    problems (a list), when given."""
+    problems = [] if problems is None else problems
     records = []
-    for line in (text or "").splitlines():
+    odd = OddLines("lines of another shape than ipmitool's event log, not read")
+    dates = OddLines("records with a date in a form not read (another locale?), kept without a time")
+    for line in complete_lines(text, problems):
         fields = [clean_field(field) for field in line.split("|")]
         if len(fields) < 6 or not fields[0]:
+            odd.add(line)
             continue
         record_id, date_text, time_text, sensor, event, direction = fields[:6]
         if direction.lower() not in ("asserted", "deasserted"):
+            odd.add(line)
             continue
         timed = record_time(date_text, time_text)
+        if timed is None and date_text.lower() != PRE_INIT:
+            dates.add(line)
         records.append({
             "id": record_id,
             "time": timed,
@@ -116,6 +132,8 @@ def parse_sel(text):
             "cleared": False,
         })
     _mark_cleared(records)
+    odd.report(problems)
+    dates.report(problems)
     return records
 
 

@@ -27,6 +27,7 @@ NON_CRITICAL_STATUSES = ("nc", "lnc", "unc")
 UNREADABLE_STATUSES = ("ns",)
 
 _READING_RE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(.*?)\s*$")
+_INTEGER_RE = re.compile(r"^-?\d+$")
 _UNITS = {"rpm": "RPM", "degrees c": "degrees C", "watts": "Watts", "percent": "percent", "volts": "Volts",
           "amps": "Amps", "feet": "feet"}
 _FAN_NAME = re.compile(r"\bfan|\bfans\b|cooling", re.IGNORECASE)
@@ -45,11 +46,14 @@ _REDUNDANCY_STATES = (
 LOST_REDUNDANCY = ("lost", "non_redundant")
 
 
-def parse_sdr(text):
+def parse_sdr(text, problems=None):
     """Sensors of `ipmitool sdr elist` (name | id | status | entity | reading) or of the 3-column
-    `ipmitool sdr` (name | reading | status). Lines of another shape are skipped."""
+    `ipmitool sdr` (name | reading | status). Lines of another shape, a last line cut mid-line and readings
+    with a decimal comma (another locale) are not read, and said in problems (a list), when given."""
+    problems = [] if problems is None else problems
     sensors = []
-    for line in (text or "").splitlines():
+    odd = OddLines("lines of another shape than ipmitool's sensor listing, not read")
+    for line in complete_lines(text, problems):
         fields = [clean_field(field) for field in line.split("|")]
         if len(fields) == 5:
             name, sensor_id, status, entity, reading = fields
@@ -57,11 +61,49 @@ def parse_sdr(text):
             name, reading, status = fields
             sensor_id = entity = None
         else:
+            odd.add(line)
             continue
         if not name:
+            odd.add(line)
             continue
-        sensors.append(_sensor(name, sensor_id, status.lower(), entity, reading))
+        sensor = _sensor(name, sensor_id, status.lower(), entity, reading)
+        if sensor.pop("decimal_comma"):
+            problems.append("reading %r of sensor %r has a decimal comma (another locale): not read" % (reading, name))
+        sensors.append(sensor)
+    odd.report(problems)
     return sensors
+
+
+def complete_lines(text, problems):
+    """The lines of an ipmitool output. A last line without its newline was cut mid-line (ipmitool killed, a LAN
+    session dropped): it is left out, and said in problems, since half a line can read as another state."""
+    text = text or ""
+    lines = text.splitlines()
+    if lines and lines[-1].strip() and not text.endswith(("\n", "\r")):
+        problems.append("output cut mid-line: %r not read" % clean_field(lines[-1]))
+        lines.pop()
+    return lines
+
+
+class OddLines:
+    """Lines of an output that have a column separator but not the columns of their listing: counted, with the
+    first as an example (blank lines and lines without a '|' are ipmitool's own messages)."""
+
+    def __init__(self, what):
+        self.what = what
+        self.count = 0
+        self.example = None
+
+    def add(self, line):
+        if "|" not in line:
+            return
+        self.count += 1
+        if self.example is None:
+            self.example = clean_field(line)
+
+    def report(self, problems):
+        if self.count:
+            problems.append("%d %s, for example %r" % (self.count, self.what, self.example))
 
 
 MAX_FIELD = 200
@@ -73,18 +115,24 @@ def clean_field(text):
 
 
 def _sensor(name, sensor_id, status, entity, reading_text):
-    value, unit, states = _reading(reading_text)
+    value, unit, states, decimal_comma = _reading(reading_text)
     sensor = {"name": name, "id": sensor_id, "status": status or None, "entity": entity,
-              "reading": value, "unit": unit, "states": states}
+              "reading": value, "unit": unit, "states": states, "decimal_comma": decimal_comma}
     sensor["kind"] = sensor_kind(sensor)
     return sensor
 
 
 def _reading(text):
-    """(value, unit, [discrete states]) of a reading column: "6000 RPM", "0 Watts, Presence detected,
-    Failure detected", "Redundancy Lost", "0x00", "no reading", "Disabled"."""
+    """(value, unit, [discrete states], decimal comma) of a reading column: "6000 RPM", "0 Watts, Presence
+    detected, Failure detected", "Redundancy Lost", "0x00", "no reading", "Disabled". A number written with a
+    decimal comma ("41,5 degrees C", another locale) has no value: its unit is kept, the comma is said."""
     parts = [part.strip() for part in (text or "").split(",") if part.strip()]
     value = unit = None
+    if len(parts) > 1 and _INTEGER_RE.match(parts[0]):
+        match = _READING_RE.match(parts[1])
+        if match and match.group(2).lower() in _UNITS:
+            states = [part for part in parts[2:] if not re.match(r"^0x[0-9a-fA-F]+$", part)]
+            return None, _UNITS[match.group(2).lower()], states, True
     if parts:
         match = _READING_RE.match(parts[0])
         if match and match.group(2).lower() in _UNITS:
@@ -92,7 +140,7 @@ def _reading(text):
             unit = _UNITS[match.group(2).lower()]
             parts = parts[1:]
     states = [part for part in parts if not re.match(r"^0x[0-9a-fA-F]+$", part)]
-    return value, unit, states
+    return value, unit, states, False
 
 
 def sensor_kind(sensor):
@@ -206,15 +254,21 @@ def summarize_sensors(sensors):
     }
 
 
-_DCMI_RE = re.compile(r"^\s*Instantaneous power reading:\s*(\d+(?:\.\d+)?)\s*Watts", re.MULTILINE | re.IGNORECASE)
+_DCMI_RE = re.compile(r"^[ \t]*Instantaneous power reading:[ \t]*(.*?)[ \t]*$", re.MULTILINE | re.IGNORECASE)
 _DCMI_STATE_RE = re.compile(r"^\s*Power reading state is:\s*(\S+)", re.MULTILINE | re.IGNORECASE)
+_WATTS_RE = re.compile(r"^(\d+(?:\.\d+)?)\s*Watts$", re.IGNORECASE)
 
 
-def parse_dcmi_power(text):
+def parse_dcmi_power(text, problems=None):
     """Instantaneous watts of `ipmitool dcmi power reading`, or None (no reading, or DCMI power
-    management deactivated)."""
-    match = _DCMI_RE.search(text or "")
+    management deactivated). A reading in another form (a decimal comma, a cut line) is said in problems."""
+    line = _DCMI_RE.search(text or "")
     state = _DCMI_STATE_RE.search(text or "")
-    if match is None or (state is not None and state.group(1).lower() != "activated"):
+    if line is None or (state is not None and state.group(1).lower() != "activated"):
         return None
-    return float(match.group(1))
+    watts = _WATTS_RE.match(line.group(1))
+    if watts is None:
+        if problems is not None:
+            problems.append("power reading %r not read" % clean_field(line.group(1)))
+        return None
+    return float(watts.group(1))

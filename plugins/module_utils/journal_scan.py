@@ -31,9 +31,16 @@ PATTERNS = (
     ("nccl_error", re.compile(r"NCCL error|NCCL WARN|nccl(?:System|Internal|UnhandledCuda|Remote|InvalidUsage"
                               r"|InvalidArgument)Error|ProcessGroupNCCL[^\n]{0,200}?Exception")),
     ("python_traceback", re.compile(r"Traceback \(most recent call last\)")),
-    ("oom_killed", re.compile(r"killed by the OOM killer|Failed with result 'oom-kill'")),
+    # systemd's whole message about the unit, so that text it quotes (a unit's description) never matches
+    ("oom_killed", re.compile(r"^[\w@.:\\-]+: (?:A process of this unit has been killed by the OOM killer"
+                              r"|Failed with result 'oom-kill')\.?$")),
 )
 KINDS = tuple(kind for kind, _pattern in PATTERNS)
+# What systemd (PID 1) says about the unit; the other kinds are read only in the service's own messages, so that
+# neither a service printing systemd's words nor systemd quoting the unit's description ("Started <description>")
+# counts as the other.
+SERVICE_MANAGER_KINDS = ("oom_killed",)
+SERVICE_KINDS = tuple(kind for kind in KINDS if kind not in SERVICE_MANAGER_KINDS)
 
 _BAD_ESCAPE = re.compile(r"(?:\\uffffff[0-9a-fA-F]{2})+")
 _GPU_INDEX = re.compile(r"\bGPU (\d{1,2})\b")
@@ -119,14 +126,19 @@ def clip(text, limit=MESSAGE_LIMIT):
     return cleaned + ("..." if len(text) > limit else "")
 
 
-def classify(message):
-    """The kind of a message (see PATTERNS), or None."""
+def classify(message, kinds=KINDS):
+    """The kind of a message among kinds (see PATTERNS), or None."""
     if not message:
         return None
     for kind, pattern in PATTERNS:
-        if pattern.search(message):
+        if kind in kinds and pattern.search(message):
             return kind
     return None
+
+
+def sender_kinds(entry):
+    """The kinds an entry can be: journald's trusted _PID says whether systemd or the service wrote it."""
+    return SERVICE_MANAGER_KINDS if entry.get("_PID") in ("1", 1) else SERVICE_KINDS
 
 
 def new_match():
@@ -158,7 +170,7 @@ def scan_journal(text):
             continue
         scan["entries"] += 1
         message = message_text(entry.get("MESSAGE"))
-        kind = classify(message)
+        kind = classify(message, sender_kinds(entry))
         if kind is None:
             continue
         match = scan["matches"][kind]

@@ -4,8 +4,9 @@
 """NVIDIA kernel log events: Xid lines, GPUs fallen off the bus, API mismatches.
 
 parse_kernel_log() reads the text of journalctl (short-iso, short-iso-precise, short),
-syslog/kern.log files, `dmesg --ctime`/`dmesg -T`, raw dmesg, /dev/kmsg records and
-bare lines, and returns records in the schema's xid_event and kernel_event shapes.
+syslog/kern.log files (classic, ISO 8601 with or without a zone, `YYYY-MM-DD HH:MM:SS,mmm`,
+RFC 5424), `dmesg --ctime`/`dmesg -T`, `dmesg --decode`, raw dmesg (with or without its <priority>),
+/dev/kmsg records and bare lines, and returns records in the schema's xid_event and kernel_event shapes.
 Times are rendered as UTC ISO 8601; a raw dmesg/kmsg time with no known boot time
 stays the raw seconds-since-boot string. Local times (syslog, dmesg --ctime) are read
 in the time zone of the process, which on a target is the host's own.
@@ -32,9 +33,18 @@ _MONTHS = {name: number for number, name in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
 _MONTH_ALT = "|".join(_MONTHS)
 
-# journalctl -o short-iso / short-iso-precise, rsyslog high-precision, dmesg --time-format=iso
+# journalctl -o short-iso / short-iso-precise, rsyslog high-precision, dmesg --time-format=iso,
+# "YYYY-MM-DD HH:MM:SS,mmm"; the zone may be Z, +hh, +hhmm or +hh:mm
+_ISO_TEXT = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d(?::?\d\d)?)?"
 _ISO_RE = re.compile(
-    r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?\s")
+    r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d(?::?\d\d)?)?\s")
+# What some dumps put before the time: the facility and level of `dmesg --decode` ("kern  :warn  : "),
+# the priority of `dmesg -r` and pstore ("<4>[ 1126.635824] ")
+_LEVEL_TEXT = r"[a-z]{2,8}\s*:[a-z]{2,8}\s*:\s|<\d{1,3}>(?=\[)"
+_LEVEL_RE = re.compile(_LEVEL_TEXT)
+# RFC 5424: "<PRI>VERSION TIMESTAMP HOSTNAME APP-NAME PROCID MSGID STRUCTURED-DATA MSG"; the timestamp
+# may be "-" (unknown)
+_RFC5424_RE = re.compile(r"<\d{1,3}>\d{1,2} ")
 # classic syslog and journalctl -o short: "Jun 30 11:07:05 host kernel: ..." (no year)
 _SYSLOG_RE = re.compile(r"(%s)\s+(\d{1,2})\s+(\d\d):(\d\d):(\d\d)(?:\.\d+)?\s" % _MONTH_ALT)
 # dmesg --ctime / dmesg -T: "[Fri Aug 30 11:43:09 2024] ..."
@@ -62,12 +72,23 @@ _KERNEL_VERSION_RE = re.compile(r"this kernel module has the version (\d+(?:\.\d
 # (a process that logs "NVRM: Xid ..." to syslog) or later in a kernel message (a command line the
 # kernel quotes) is data and never an event.
 _MESSAGE_PREFIX_RE = re.compile(
-    r"(?:(?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?"
-    r"|(?:%s)\s+\d{1,2}\s+\d\d:\d\d:\d\d(?:\.\d+)?)\s+(?:\S+\s+kernel:\s*)?"
+    r"(?:%s)?(?:(?:%s"
+    r"|(?:%s)\s+\d{1,2}\s+\d\d:\d\d:\d\d(?:\.\d+)?)\s+(?:(?:\S+\s+)?kernel(?:\[[^\]\s]*\])?:\s*)?"
+    r"|<\d{1,3}>\d{1,2} (?:%s|-) \S+ kernel \S+ \S+ (?:-|(?:\[(?:[^\]\\]|\\.)*\])+) \ufeff?"
     r"|\[[A-Z][a-z]{2}\s+(?:%s)\s+\d{1,2}\s+\d\d:\d\d:\d\d\s+\d{4}\]\s*"
     r"|\d+,\d+,\d+,[^;]*;"
     r"|kernel:\s*)?"
-    r"(?:\[\s*\d+\.\d+\]\s*)?(?=NVRM)" % (_MONTH_ALT, _MONTH_ALT))
+    r"(?:\[\s*\d+\.\d+\]\s*)?(?=NVRM)" % (_LEVEL_TEXT, _ISO_TEXT, _MONTH_ALT, _ISO_TEXT, _MONTH_ALT))
+
+# A line in a known format whose message does not start with NVRM: another sender's (syslog, RFC 5424),
+# or a kernel message that names NVRM later on. Such a line is placed (read, and no event).
+_KNOWN_LINE_RE = re.compile(
+    r"(?:%s)?(?:(?:%s|(?:%s)\s+\d{1,2}\s+\d\d:\d\d:\d\d(?:\.\d+)?)"
+    r"\s+(?:[^\s:]+\s+)?(?!NVRM)[^\s:\[\]]+(?:\[[^\]\s]*\])?:\s"
+    r"|<\d{1,3}>\d{1,2} (?:%s|-) \S+ (?!NVRM)\S+ "
+    r"|\[[A-Z][a-z]{2}\s+(?:%s)\s+\d{1,2}\s+\d\d:\d\d:\d\d\s+\d{4}\]"
+    r"|\[\s*\d+\.\d+\]"
+    r"|\d+,\d+,\d+,[^;]*;)" % (_LEVEL_TEXT, _ISO_TEXT, _MONTH_ALT, _ISO_TEXT, _MONTH_ALT))
 
 FALLEN = "fallen off the bus"
 MISMATCH = "API mismatch"
@@ -84,6 +105,25 @@ class _Record:
         self.text = text
         self.kmsg = kmsg
         self.joined = 1
+
+
+class UnplacedLines:
+    """NVRM lines in a format the reader does not know (no time stamp or sender it can place): counted,
+    with the first as an example, so that a log in another format is reported, never silently empty."""
+    MAX_EXAMPLE = 200
+
+    def __init__(self):
+        self.count = 0
+        self.example = None
+
+    def add(self, line):
+        self.count += 1
+        if self.example is None:
+            self.example = printable(line[:self.MAX_EXAMPLE])
+
+    def describe(self):
+        return ("%d lines naming NVRM are in a format the kernel log reader does not know and were not read, "
+                "for example: %s" % (self.count, self.example))
 
 
 class _Clock:
@@ -133,7 +173,7 @@ def _offset_seconds(zone):
         return 0
     sign = -1 if zone[0] == "-" else 1
     digits = zone[1:].replace(":", "")
-    return sign * (int(digits[:2]) * 3600 + int(digits[2:4]) * 60)
+    return sign * (int(digits[:2]) * 3600 + int(digits[2:4] or 0) * 60)
 
 
 def _iso_epoch(match, clock):
@@ -176,7 +216,14 @@ def _placed(epoch, raw=None):
 def _line_time(line, clock):
     """(epoch or None, time text or None, is_kmsg) for one log line; the time text is
     ISO 8601 UTC when the epoch is known, else the raw seconds since boot."""
+    level = _LEVEL_RE.match(line)
+    if level is not None:
+        line = line[level.end():]
+        if not line:
+            return None, None, False
     first = line[0]
+    if first == "<":
+        return _rfc5424_time(line, clock)
     if first == "[" or "0" <= first <= "9":
         match = _CTIME_RE.match(line) if first == "[" else _ISO_RE.match(line)
     else:
@@ -188,6 +235,18 @@ def _line_time(line, clock):
             known = clock.stamps[stamp] = _placed(_absolute_epoch(match, first, clock))
         return known
     return _boot_relative_time(line, first, clock)
+
+
+def _rfc5424_time(line, clock):
+    header = _RFC5424_RE.match(line)
+    match = _ISO_RE.match(line, header.end()) if header else None
+    if match is None:
+        return None, None, False
+    stamp = match.group(0)
+    known = clock.stamps.get(stamp)
+    if known is None:
+        known = clock.stamps[stamp] = _placed(_iso_epoch(match, clock))
+    return known
 
 
 def _absolute_epoch(match, first, clock):
@@ -229,9 +288,10 @@ def _unescape(text):
     return text
 
 
-def _records(text, clock, cutoff):
+def _records(text, clock, cutoff, unplaced=None):
     """Groups the NVRM lines of a log into records; lines that continue a message
-    (indented, as dmesg and journalctl print them) are appended to it."""
+    (indented, as dmesg and journalctl print them) are appended to it. NVRM lines without a
+    time stamp or sender the reader knows go to unplaced (an UnplacedLines), when given."""
     records = []
     current = None
     for line in text.splitlines():
@@ -250,6 +310,8 @@ def _records(text, clock, cutoff):
         anchored = _MESSAGE_PREFIX_RE.match(line)
         if anchored is None:
             current = None
+            if unplaced is not None and _KNOWN_LINE_RE.match(line) is None:
+                unplaced.add(line)
             continue
         start = anchored.end()
         epoch, time_text, kmsg = _line_time(line, clock)
@@ -372,15 +434,16 @@ def _is_fallen(flat):
     return flat.startswith(("The NVIDIA GPU", "GPU ")) and FALLEN in flat
 
 
-def iter_kernel_events(text, now=None, window_seconds=None, boot_time=None):
-    """("xid", event) and ("kernel", event) pairs of kernel log text, in log order; see parse_kernel_log."""
+def iter_kernel_events(text, now=None, window_seconds=None, boot_time=None, unplaced=None):
+    """("xid", event) and ("kernel", event) pairs of kernel log text, in log order; see parse_kernel_log.
+    unplaced: an UnplacedLines that counts the NVRM lines of a format the reader does not know."""
     if not text:
         return
     now = time.time() if now is None else now
     cutoff = now - window_seconds if window_seconds is not None else None
     clock = _Clock(now, boot_time)
     pci_cache = {}
-    for record, flat in _joined_records(_records(text, clock, cutoff)):
+    for record, flat in _joined_records(_records(text, clock, cutoff, unplaced)):
         if flat.startswith("Xid"):
             match = _XID_RE.match(flat)
             if match:
@@ -391,7 +454,7 @@ def iter_kernel_events(text, now=None, window_seconds=None, boot_time=None):
             yield "kernel", _mismatch_event(flat, record.time)
 
 
-def parse_kernel_log(text, now=None, window_seconds=None, boot_time=None):
+def parse_kernel_log(text, now=None, window_seconds=None, boot_time=None, unplaced=None):
     """(xid_events, kernel_events) from kernel log text, in log order, every event (unbounded:
     collect_kernel_log keeps a bounded sample through EventBounds).
 
@@ -399,11 +462,12 @@ def parse_kernel_log(text, now=None, window_seconds=None, boot_time=None):
     syslog lines their year. window_seconds: drop events older than now - window; events
     whose time is unknown are kept. boot_time: epoch of boot, to place raw dmesg and
     /dev/kmsg times. A 'fallen off the bus' message for a GPU that also has an Xid 79
-    in the same text is left out: the Xid event already says it.
+    in the same text is left out: the Xid event already says it. unplaced: an UnplacedLines
+    that counts the NVRM lines of a format the reader does not know.
     """
     xid_events = []
     kernel_events = []
-    for kind, event in iter_kernel_events(text, now, window_seconds, boot_time):
+    for kind, event in iter_kernel_events(text, now, window_seconds, boot_time, unplaced):
         (xid_events if kind == "xid" else kernel_events).append(event)
     return xid_events, _without_fallen_of_xid79(xid_events, kernel_events)
 
@@ -615,7 +679,7 @@ def _event_key(event):
     return tuple(sorted((k, str(v)) for k, v in event.items()))
 
 
-def _parse_files(host, facts, files, now, window_seconds):
+def _parse_files(host, facts, files, now, window_seconds, unplaced):
     xids, kernel = [], []
     if not files:
         add_error(facts, None, "kernel log files", "source is files but no files were named")
@@ -628,7 +692,7 @@ def _parse_files(host, facts, files, now, window_seconds):
         if text is None:
             add_error(facts, None, "read %s" % path, "file is absent or not readable")
             continue
-        file_xids, file_kernel = parse_kernel_log(text, now=now, window_seconds=window_seconds)
+        file_xids, file_kernel = parse_kernel_log(text, now=now, window_seconds=window_seconds, unplaced=unplaced)
         _merge_without_duplicates(xids, file_xids, _event_key)
         _merge_without_duplicates(kernel, file_kernel, _event_key)
     return xids, kernel
@@ -643,12 +707,16 @@ def collect_kernel_log(host, facts, source="auto", files=None, window_hours=72, 
     none could be read; every failure is an entry in facts['errors'].
     """
     bounds = EventBounds()
-    read = _read_kernel_log(host, facts, bounds, source, files, window_hours, timeout)
+    unplaced = UnplacedLines()
+    read = _read_kernel_log(host, facts, bounds, unplaced, source, files, window_hours, timeout)
     xids, kernel, summary = bounds.result()
     facts["xid_events"].extend(xids)
     facts["kernel_events"].extend(kernel)
     summary["source"] = read
+    summary["unplaced_lines"] = unplaced.count
     facts["kernel_log"] = summary
+    if unplaced.count:
+        add_error(facts, None, "kernel log", unplaced.describe())
     if summary["dropped"] or summary["ungrouped"]:
         add_error(facts, None, "kernel log", "%d events: kept the first %d and last %d of each Xid and GPU (%d kept); "
                   "%d more only counted, %d beyond %d groups only counted"
@@ -657,19 +725,19 @@ def collect_kernel_log(host, facts, source="auto", files=None, window_hours=72, 
     return read
 
 
-def _read_kernel_log(host, facts, bounds, source, files, window_hours, timeout):
+def _read_kernel_log(host, facts, bounds, unplaced, source, files, window_hours, timeout):
     if source not in SOURCES:
         add_error(facts, None, "kernel log", "unknown source %r; allowed: %s" % (source, ", ".join(SOURCES)))
         return "none"
     now = host.now()
     window_seconds = window_hours * 3600.0 if window_hours is not None else None
     if source == "files":
-        bounds.add_all(*_parse_files(host, facts, files, now, window_seconds))
+        bounds.add_all(*_parse_files(host, facts, files, now, window_seconds, unplaced))
         return "files"
     if source in ("auto", "journalctl"):
         text = _run_journalctl(host, facts, window_hours, timeout)
         if text is not None:
-            _stream(bounds, iter_kernel_events(text, now=now, window_seconds=window_seconds))
+            _stream(bounds, iter_kernel_events(text, now=now, window_seconds=window_seconds, unplaced=unplaced))
             return "journalctl"
         if source == "journalctl":
             return "none"
@@ -677,7 +745,8 @@ def _read_kernel_log(host, facts, bounds, source, files, window_hours, timeout):
     if answer is None:
         return "none"
     text, boot_time = answer
-    _stream(bounds, iter_kernel_events(text, now=now, window_seconds=window_seconds, boot_time=boot_time))
+    _stream(bounds, iter_kernel_events(text, now=now, window_seconds=window_seconds, boot_time=boot_time,
+                                       unplaced=unplaced))
     return "dmesg"
 
 

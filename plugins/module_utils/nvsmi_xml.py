@@ -36,7 +36,15 @@ _PLACEHOLDERS = frozenset([
 _TRUE_WORDS = frozenset(["enabled", "yes", "active", "on", "true"])
 _FALSE_WORDS = frozenset(["disabled", "no", "not active", "off", "false"])
 
-_LOST_MARKERS = ("gpu is lost", "unable to determine the device handle")
+# The value nvidia-smi prints in place of a reading of a GPU it lost; a GPU is lost when a field that
+# carries its state holds exactly this (or its uuid reads "Unknown Error"), never when some text contains it.
+_LOST_VALUE = "gpu is lost"
+# Elements whose text someone else chose (a process's name, the board's strings): data, never a state.
+_FREE_TEXT_TAGS = frozenset([
+    "processes", "accounted_processes", "process_name", "product_name", "product_brand", "serial",
+    "board_part_number", "gpu_part_number", "vbios_version", "inforom_version", "driver_version", "cuda_version",
+    "clusterUuid", "board_id", "module_id", "gpu_module_id", "uuid",
+])
 
 # nvidia-smi XML field suffix -> NVML clocks event reason bit (facts_model.CLOCK_EVENT_REASON_BITS).
 _CLOCK_REASON_BITS = {
@@ -68,8 +76,8 @@ _BARE_AMPERSAND_RE = re.compile(r"&(?!(?:amp|lt|gt|quot|apos|#\d+|#x[0-9a-fA-F]+
 _MISMATCH_RE = re.compile(r"^.*Driver/library version mismatch.*$", re.MULTILINE)
 _NVML_LIBRARY_RE = re.compile(r"NVML library version:\s*([0-9][0-9.]*[0-9])")
 _NO_HANDLE_RE = re.compile(
-    r"Unable to (?:determine|detect) the device handle for GPU\s*"
-    r"([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{1,2}:[0-9A-Fa-f]{1,2}(?:\.[0-7])?)\s*:?\s*([^\r\n]*)")
+    r"^\s*Unable to (?:determine|detect) the device handle for GPU\s*"
+    r"([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{1,2}:[0-9A-Fa-f]{1,2}(?:\.[0-7])?)\s*:?\s*([^\r\n]*)", re.MULTILINE)
 
 
 # ---------------------------------------------------------------- values
@@ -281,12 +289,24 @@ def _compute_capability(elem):
 
 
 def _is_lost(elem):
-    for node in elem.iter():
-        text = (node.text or "").lower()
-        if text and any(marker in text for marker in _LOST_MARKERS):
-            return True
+    if any(_bare_value(text) == _LOST_VALUE for text in _state_texts(elem)):
+        return True
     uuid = elem.find("uuid")
-    return uuid is not None and (uuid.text or "").strip().strip("[]").lower() == "unknown error"
+    return uuid is not None and _bare_value(uuid.text) in ("unknown error", _LOST_VALUE)
+
+
+def _bare_value(text):
+    """'  [GPU is lost] ' -> 'gpu is lost'."""
+    return " ".join((text or "").split()).strip("[]").strip().lower()
+
+
+def _state_texts(elem):
+    """The texts of elem's descendants, leaving out the subtrees of free text (_FREE_TEXT_TAGS)."""
+    for child in elem:
+        if child.tag in _FREE_TEXT_TAGS:
+            continue
+        yield child.text
+        yield from _state_texts(child)
 
 
 def _mib(value):
@@ -575,7 +595,7 @@ def collect_nvidia_smi(host, facts, timeout):
     if result.missing:
         add_error(facts, None, CALL, result.describe_failure())
         return False
-    output = "%s\n%s" % (result.stdout or "", result.stderr or "")
+    output = "%s\n%s" % (_outside_report(result.stdout or ""), result.stderr or "")
     if "<nvidia_smi_log" not in (result.stdout or "") and _MISMATCH_RE.search(output):
         _record_mismatch(facts, output)
         add_error(facts, None, CALL, facts["driver"]["mismatch_reason"], result.rc)
@@ -592,6 +612,20 @@ def collect_nvidia_smi(host, facts, timeout):
     if any(gpu["mig"]["mode_current"] for gpu in facts["gpus"]):
         collect_mig_layout(host, facts, timeout, gi_memory_mib=report["mig_memory_mib"])
     return True
+
+
+def _outside_report(stdout):
+    """stdout without its XML report: nvidia-smi's own messages are outside it, and the text inside it
+    (a process's name) is data that must not say a GPU is unreachable."""
+    start = stdout.find("<nvidia_smi_log")
+    if start < 0:
+        return stdout
+    end = stdout.rfind("</nvidia_smi_log>")
+    before = stdout[:start]
+    xml_start = before.find("<?xml")
+    if xml_start >= 0:
+        before = before[:xml_start]
+    return before + ("\n" + stdout[end + len("</nvidia_smi_log>"):] if end >= 0 else "")
 
 
 def _fill_facts(facts, report, output):

@@ -47,6 +47,14 @@ options:
     description: Hours of window before O(until) when O(since) is not given.
     type: int
     default: 24
+  clock_offset_s:
+    description:
+      - The host's clock minus the controller's, in seconds (C(clock_offset_s) of the facts of
+        M(gpufleet.core.gpu_facts)). O(since) and O(until) are moved by it onto the host's clock, since the host
+        stamps its logs with its own clock, so a host whose clock is hours off gives the logs of the window asked for.
+      - The window in the result is on the host's clock.
+    type: int
+    default: 0
   services:
     description: systemd units whose journal, unit file and state are kept (the policy's workload services).
     type: list
@@ -306,6 +314,7 @@ def main():
             since=dict(type="str"),
             until=dict(type="str"),
             window_hours=dict(type="int", default=24),
+            clock_offset_s=dict(type="int", default=0),
             services=dict(type="list", elements="str", default=[]),
             pids=dict(type="list", elements="int", default=[]),
             kernel_log_source=dict(type="str", default="auto", choices=["auto", "journalctl", "dmesg", "files"]),
@@ -333,6 +342,7 @@ def main():
         module.fail_json(msg="window: %s" % to_native(exc))
     if since is not None and until is not None and since >= until:
         module.fail_json(msg="window: since (%s) must be before until (%s)" % (params["since"], params["until"]))
+    since, until = (None if moment is None else moment + params["clock_offset_s"] for moment in (since, until))
     if params["source"] == "replay":
         host = replay_host(module, params["fixture"])
     else:

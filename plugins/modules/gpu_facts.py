@@ -113,6 +113,9 @@ options:
   kernel_log_files:
     description:
       - Log files to read when O(kernel_log_source=files), for example C(/var/log/kern.log) or a saved C(dmesg).
+      - Read are classic syslog lines, ISO 8601 times with or without a zone, C(YYYY-MM-DD HH:MM:SS,mmm), RFC 5424,
+        C(dmesg --ctime), C(dmesg --decode), raw C(dmesg) and C(/dev/kmsg) records; NVRM lines in any other format
+        are counted in C(kernel_log.unplaced_lines) with an entry in C(errors).
     type: list
     elements: path
     default: []
@@ -323,7 +326,8 @@ ansible_facts:
         a major version. A value that the backend could not read is null, never invented; the reason is in errors[].
         1.1 added nvidia_evidence, collection, kernel_log (bounded kernel-log events with counts), driver_clients
         and kernel_events[].client_process and client_pid. 1.2 added workload and host_pressure, bmc (BMC sensors
-        and event log) and kubernetes (device plugin sharing and node resources).'
+        and event log) and kubernetes (device plugin sharing and node resources). 1.3 added kernel_log.unplaced_lines
+        and clock_offset_s.'
       returned: always
       type: dict
       contains:
@@ -348,6 +352,15 @@ ansible_facts:
           description: Wall time of the whole collection.
           returned: success
           type: float
+        clock_offset_s:
+          description: 'The host''s clock minus the controller''s, in seconds (negative: the host is behind), measured
+            by the controller''s gpu_facts action from collected_at and the times it sent the module and got its
+            answer: 0 when collected_at falls between them, else its distance from them, so the transfer time never
+            counts against the host. Absent or null when not measured (facts replayed from a fixture). The audit
+            reports an offset beyond thresholds.clock_offset_s (driver.clock_offset) and counts the Xid window in
+            the host''s clock. Added in 1.3.'
+          returned: success
+          type: int
         gather_subset:
           description: Subsets actually collected.
           returned: always
@@ -1098,6 +1111,15 @@ ansible_facts:
               type: int
             ungrouped:
               description: Events beyond the group limits, only counted here.
+              returned: success
+              type: int
+            unplaced_lines:
+              description: 'Lines naming NVRM in a format the reader does not know (no time stamp or sender it can
+                place): not read, only counted here; when there are any an entry in errors (call ''kernel log'')
+                gives the count and the first of them, and collection.status is partial. The formats read are journalctl
+                short, short-iso and short-iso-precise, syslog and kern.log (classic, ISO 8601 with or without a
+                zone, YYYY-MM-DD HH:MM:SS,mmm, RFC 5424), dmesg --ctime, dmesg --decode, raw dmesg (with or without
+                its <priority>), /dev/kmsg and bare NVRM lines. Added in 1.3.'
               returned: success
               type: int
             groups:

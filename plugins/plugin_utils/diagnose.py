@@ -18,11 +18,13 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils import (
     rules_workload_health)
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYER_ORDER
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import RULES, Context, list_rules, parse_time
+from ansible_collections.gpufleet.core.plugins.plugin_utils.host_clock import on_host_clock
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_custom import compile_custom_rules, run_custom_rules
 
 # Rules that still apply when no NVIDIA stack answered (a driver/library mismatch makes NVML fail; a
 # collector that did not answer on a host with NVIDIA hardware is a failed collection).
-ABSENT_STACK_RULES = ("driver.kernel_userspace_mismatch", "driver.nvidia_absent", rules_collection.RULE_ID)
+ABSENT_STACK_RULES = ("driver.kernel_userspace_mismatch", "driver.nvidia_absent", rules_collection.RULE_ID,
+                      "driver.clock_offset")
 
 # Importing a rules module registers its rules.
 RULE_MODULES = (rules_collection, rules_driver, rules_hardware, rules_scheduling, rules_workload,
@@ -57,12 +59,17 @@ def build_plan(policy):
 
 
 def resolve_now(now, facts):
-    """The moment Xid windows count back from: `now` (datetime or ISO text), else when the facts were
-    collected (so replayed fixtures judge the same way every time), else the current UTC time."""
+    """The moment Xid windows count back from, on the host's clock (the times of its log): `now` (a controller
+    time, datetime or ISO text) moved by the facts' clock_offset_s, else when the facts were collected (so
+    replayed fixtures judge the same way every time), else the current UTC time so moved."""
     moment = parse_time(now) if now is not None else None
     if moment is None and facts:
-        moment = parse_time(facts.get("collected_at"))
-    return moment or datetime.datetime.now(datetime.timezone.utc)
+        return parse_time(facts.get("collected_at")) or on_host_clock(utc_now(), facts)
+    return on_host_clock(moment or utc_now(), facts)
+
+
+def utc_now():
+    return datetime.datetime.now(datetime.timezone.utc)
 
 
 def make_context(host, facts, policy, knowledge, now=None, plan=None):

@@ -10,6 +10,7 @@ __metaclass__ = type
 import datetime
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import parse_time, rule
+from ansible_collections.gpufleet.core.plugins.plugin_utils.host_clock import offset_of
 
 CRITICAL_STATUSES = ("cr", "nr", "lcr", "lnr", "ucr", "unr")
 LOST_STATES = ("lost", "non_redundant")
@@ -96,6 +97,15 @@ def _in_window(event, cutoff):
     return moment is None or moment >= cutoff
 
 
+def _bmc_ahead_of_host(ctx, bmc):
+    """Seconds the BMC's clock (its records' times) is ahead of the host's (ctx.now): clock_offset_s is measured
+    against the host in band, against the controller over LAN."""
+    offset = bmc.get("clock_offset_s")
+    if not isinstance(offset, int) or isinstance(offset, bool):
+        return 0
+    return offset - offset_of(ctx.facts) if bmc.get("source") == "lan" else offset
+
+
 @rule("hardware.bmc_event_log", "hardware", "critical",
       "Critical records in the BMC event log within thresholds.xid_window_hours (warning when all were deasserted)")
 def event_log(ctx):
@@ -103,7 +113,8 @@ def event_log(ctx):
     sel = (bmc or {}).get("sel")
     if not sel:
         return ()
-    cutoff = ctx.now - datetime.timedelta(hours=ctx.thresholds.get("xid_window_hours") or 72)
+    cutoff = ctx.now + datetime.timedelta(seconds=_bmc_ahead_of_host(ctx, bmc),
+                                          hours=-(ctx.thresholds.get("xid_window_hours") or 72))
     critical = [event for event in sel.get("events") or ()
                 if event.get("severity") == "critical" and event.get("asserted") and _in_window(event, cutoff)]
     if not critical:

@@ -417,3 +417,30 @@ def version_skew(group_name, versions):
             "Bring the group to one driver version with the driver role (driver_rollout.yml), or set "
             "driver.allow_skew while a rollout is under way.")]
     return findings
+
+
+@rule("driver.clock_offset", "driver", "warning",
+      "The host's clock is further from the controller's than thresholds.clock_offset_s")
+def clock_offset(ctx):
+    offset = ctx.facts.get("clock_offset_s")
+    limit = ctx.thresholds.get("clock_offset_s")
+    if not isinstance(offset, int) or isinstance(offset, bool) or limit is None or abs(offset) <= limit:
+        return ()
+    return [ctx.finding(
+        None,
+        "The host's clock is %s %s the controller's (more than %s s)"
+        % (_duration(abs(offset)), "ahead of" if offset > 0 else "behind", limit),
+        {"clock_offset_s": offset, "threshold_s": limit, "collected_at": ctx.facts.get("collected_at")},
+        "Synchronise the host's clock (chronyc tracking, timedatectl status; enable chronyd or systemd-timesyncd). "
+        "Its kernel-log and job times are off by as much; the audit counts the Xid window in the host's own clock.")]
+
+
+def _duration(seconds):
+    """3725 -> '1 h 2 min', 90 -> '90 s'."""
+    if seconds < 120:
+        return "%d s" % seconds
+    if seconds < 7200:
+        return "%d min" % (seconds // 60)
+    if seconds < 172800:
+        return "%d h %d min" % (seconds // 3600, seconds % 3600 // 60)
+    return "%d days" % (seconds // 86400)

@@ -94,6 +94,8 @@ DEFAULT_POLICY = {
         "vbios_mismatch": True,
         # ASHRAE class A2's allowable maximum; DGX-class systems specify 30 C (docs/policy.md)
         "inlet_temperature_c": 35,
+        # a host's clock further than this from the controller's is reported (driver.clock_offset)
+        "clock_offset_s": 300,
     },
     "persistence_mode": True,
     "compute_mode": None,

@@ -120,6 +120,7 @@ POLICY_SCHEMA = section({
         "xid_window_hours": integer(1, 8760),
         "vbios_mismatch": boolean(),
         "inlet_temperature_c": number(10, 60),
+        "clock_offset_s": integer(1, 31622400),
     }),
     "persistence_mode": boolean(nullable=True),
     "compute_mode": choice((None, "default", "exclusive_process", "prohibited")),

@@ -89,3 +89,17 @@ def test_a_hung_bmc_is_asked_nothing_more():
     assert bmc["status"] == "failed"
     assert [error["reason"] for error in bmc["errors"]] == [
         "timed out and was killed", "not asked: an earlier ipmitool command timed out"]
+
+
+def test_the_sel_window_ends_at_the_bmcs_own_clock():
+    """The BMC's clock is 10 h behind the host's: its record of 11/29 21:13:50 is 8 h 46 min old on the BMC's clock,
+    inside a 12 h window, though 18 h 46 min before the host's now."""
+    behind = {key("sel", "time", "get"): {"rc": 0, "stdout": "11/29/26 20:00:00 GMT\n"}}
+    facts = new_facts()
+    bmc = bmc_collect.collect_bmc_in_band(answering_host(behind), facts, 12, 10)
+    assert bmc["clock_offset_s"] == -36000
+    assert [event["id"] for event in bmc["sel"]["events"]] == ["1", "2", "3", "4", "5", "6"]
+    # a BMC 10 h ahead (16:00 on its clock): its records of 02:00 and before are more than 12 h old
+    ahead = {key("sel", "time", "get"): {"rc": 0, "stdout": "11/30/26 16:00:00 GMT\n"}}
+    bmc = bmc_collect.collect_bmc_in_band(answering_host(ahead), new_facts(), 12, 10)
+    assert [event["id"] for event in bmc["sel"]["events"]] == ["1"]

@@ -61,8 +61,9 @@ def test_a_clean_journal_counts_nothing():
 
 
 def test_systemd_says_when_the_oom_killer_hit_the_unit():
-    text = entry("vllm.service: A process of this unit has been killed by the OOM killer.", _TRANSPORT="journal",
-                 SYSLOG_IDENTIFIER="systemd", _PID="1") + "\n" + entry("vllm.service: Failed with result 'oom-kill'.")
+    systemd = {"_TRANSPORT": "journal", "SYSLOG_IDENTIFIER": "systemd", "_PID": "1"}
+    text = (entry("vllm.service: A process of this unit has been killed by the OOM killer.", **systemd) + "\n"
+            + entry("vllm.service: Failed with result 'oom-kill'.", **systemd))
     assert scan_journal(text)["matches"]["oom_killed"]["count"] == 2
 
 
