@@ -98,7 +98,11 @@ def host_status(host, result, facts_dir, file_name=None, facts_mode=None, read=T
     if written is not None:
         return {"status": "ok", "facts_file": written, "message": None}, facts
     path = os.path.join(facts_dir, "%s.json" % (file_name or facts_file_names([host])[host]))
-    write_facts_file(path, facts, facts_mode)
+    try:
+        write_facts_file(path, facts, facts_mode)
+    except ValueError as exc:  # NaN or Infinity, which a facts file (strict JSON) cannot hold
+        return {"status": "failed", "facts_file": None,
+                "message": "the host's facts cannot be written as JSON: %s" % exc}, None
     return {"status": "ok", "facts_file": os.path.join("facts", os.path.basename(path)), "message": None}, facts
 
 

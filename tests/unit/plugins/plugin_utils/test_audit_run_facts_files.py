@@ -70,3 +70,21 @@ def test_a_key_that_names_no_file_inside_facts_is_not_trusted(tmp_path):
         entry, _facts = audit_run.host_status("gpu-01", registered(named), str(facts_dir), "gpu-01")
         assert entry["facts_file"] == "facts/gpu-01.json"
         assert json.loads((facts_dir / "gpu-01.json").read_text(encoding="utf-8")) == FACTS
+
+
+def test_facts_that_strict_json_cannot_hold_fail_their_host_only_and_no_file_holds_them(tmp_path):
+    """Facts no worker checked (facts_validation) with a NaN: that host's collection failed, with why; the others'
+    facts files are written, and every facts file is strict JSON."""
+    odd = registered()
+    odd["ansible_facts"]["gpufleet"]["collection_seconds"] = float("nan")
+    report, run_dir = audit(tmp_path, {"gpu-01": registered(), "gpu-02": odd})
+    assert report["hosts"]["gpu-02"]["status"] == "failed" and report["hosts"]["gpu-02"]["facts_file"] is None
+    assert "cannot be written as JSON: Out of range float values are not JSON compliant" in (
+        report["hosts"]["gpu-02"]["message"])
+    assert report["hosts"]["gpu-01"]["status"] == "ok" and report["run"]["status"] == "complete"
+    assert os.listdir(os.path.join(run_dir, "facts")) == ["gpu-01.json"]
+
+    def refuse(constant):
+        raise ValueError(constant)
+    with open(os.path.join(run_dir, "facts", "gpu-01.json"), encoding="utf-8") as stream:
+        assert json.loads(stream.read(), parse_constant=refuse) == FACTS
