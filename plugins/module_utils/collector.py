@@ -26,7 +26,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.host_io import (
 from ansible_collections.gpufleet.core.plugins.module_utils.k8s_sharing import KubernetesOptions, collect_kubernetes
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import collect_kernel_log
 from ansible_collections.gpufleet.core.plugins.module_utils.nvidia_presence import collect_nvidia_evidence
-from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import collect_nvidia_smi
+from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import MISSING_GPUS, collect_nvidia_smi
 from ansible_collections.gpufleet.core.plugins.module_utils.workload_facts import collect_workload
 
 # The NVML backend (nvml_collect) and the record/replay machinery (nvml_fixture) are imported where they
@@ -384,10 +384,11 @@ def _backend_failures(facts):
 
 def _partial_gpu_reads(facts):
     """A backend that answered but stopped early: NVML hung or ran out of time, nvidia-smi failed
-    half-way through its report."""
+    half-way through its report or listed fewer GPUs than it says are attached."""
     return ["GPU facts: %s" % _error_text(error) for error in facts["errors"]
             if error["call"] in ("nvml", "collect_nvml")
-            or (error["call"] == "nvidia-smi -q -x" and _PARTIAL_REPORT in error["reason"])]
+            or (error["call"] == "nvidia-smi -q -x"
+                and (_PARTIAL_REPORT in error["reason"] or error["reason"].startswith(MISSING_GPUS)))]
 
 
 def _is_kernel_log_error(error):

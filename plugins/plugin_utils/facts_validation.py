@@ -23,9 +23,10 @@ import math
 import os
 import re
 
+from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import INT64_MAX, INT64_MIN
+
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                            "docs", "schema", "gpu_facts.schema.json")
-INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 MAX_PROBLEMS = 5
 # keywords that only document
 ANNOTATIONS = frozenset(("description", "title", "$schema", "$id", "$defs", "$comment", "examples", "default"))

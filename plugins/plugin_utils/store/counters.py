@@ -11,7 +11,7 @@ a sum beyond the column's range is stored as its largest value, 2^63-1 (docs/sto
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.facts_validation import INT64_MAX
+from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import INT64_MAX
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.identity import gpu_key
 
 COUNTER_COLUMNS = ("ecc_corrected", "retired_pages", "remapped_rows", "pcie_replays", "nvlink_errors")
