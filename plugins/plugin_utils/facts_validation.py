@@ -123,10 +123,13 @@ class _Compiler:
         if not ref.startswith(prefix) or ref[len(prefix):] not in self.defs:
             raise SchemaSubsetError("$ref %r is not one of the schema's $defs" % ref)
         name = ref[len(prefix):]
+        if name not in self.compiled_defs:
+            self.compiled_defs[name] = None  # a definition that refers to itself is resolved when first called
+            self.compiled_defs[name] = self.compile(self.defs[name], ref)
+        if self.compiled_defs[name] is not None:
+            return self.compiled_defs[name]
 
         def check_ref(value, path, problems):
-            if name not in self.compiled_defs:
-                self.compiled_defs[name] = self.compile(self.defs[name], ref)
             return self.compiled_defs[name](value, path, problems)
         return check_ref
 
@@ -134,14 +137,26 @@ class _Compiler:
     def _type(types):
         types = [types] if isinstance(types, str) else list(types)
         tests = [TYPE_TESTS[name] for name in types]
+        if len(tests) == 1:  # most of the schema's types: one test, no loop
+            test = tests[0]
 
-        def check_type(value, path, problems):
-            for test in tests:
+            def check_one_type(value, path, problems):
                 if test(value):
                     return True
+                _add(problems, path, _why_not(value, types))
+                return False
+            return check_one_type
+
+        if len(tests) != 2:
+            raise SchemaSubsetError("type %s: facts_validation checks one type or a pair (a type or null)" % types)
+        first, second = tests
+
+        def check_type_pair(value, path, problems):
+            if first(value) or second(value):
+                return True
             _add(problems, path, _why_not(value, types))
             return False
-        return check_type
+        return check_type_pair
 
     @staticmethod
     def _enum(allowed):
@@ -193,7 +208,7 @@ class _Compiler:
             for name, item in value.items():
                 check = properties.get(name) or extra_check
                 if check is not None:
-                    valid = check(item, _join(path, name), problems) and valid
+                    valid = check(item, (path, name), problems) and valid
                 elif extra is False:
                     _add(problems, path, "%s is not a field of the facts" % _shown(name))
                     valid = False
@@ -208,17 +223,22 @@ class _Compiler:
                 return True
             valid = True
             for position, item in enumerate(value):
-                valid = check_item(item, "%s[%d]" % (path, position), problems) and valid
+                valid = check_item(item, (path, position), problems) and valid
             return valid
         return check_items
 
 
-def _join(path, name):
-    return "%s.%s" % (path, name) if path else str(name)
+def _path_text(path):
+    """'gpus[0].temperature.gpu_c' of the path (parent path, key or list position) built while checking."""
+    parts = []
+    while path:
+        path, name = path
+        parts.append("[%d]" % name if isinstance(name, int) else ".%s" % name)
+    return "".join(reversed(parts)).lstrip(".")
 
 
 def _add(problems, path, text):
-    problems.append("%s: %s" % (path or "(the facts)", text))
+    problems.append("%s: %s" % (_path_text(path) or "(the facts)", text))
     if len(problems) >= MAX_PROBLEMS:
         raise TooManyProblems()
 
@@ -230,7 +250,7 @@ def compile_schema(schema):
     def problems_of(facts):
         problems = []
         try:
-            check(facts, "", problems)
+            check(facts, None, problems)
         except TooManyProblems:
             pass
         except RecursionError:
