@@ -7,6 +7,8 @@ import base64
 import copy
 import json
 import os
+import subprocess
+import sys
 import zlib
 
 import pytest
@@ -16,12 +18,14 @@ from ansible_collections.gpufleet.core.plugins.action.gpu_facts import ActionMod
 from ansible_collections.gpufleet.core.plugins.module_utils.bmc_collect import new_bmc
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts, new_gpu
 from ansible_collections.gpufleet.core.plugins.action.run_folder import ActionModule as RunFolder
-from ansible_collections.gpufleet.core.plugins.plugin_utils import audit_run, report_writer
+from ansible_collections.gpufleet.core.plugins.plugin_utils import audit_run, facts_validation, report_writer
+from ansible_collections.gpufleet.core.plugins.plugin_utils.facts_validation import SCHEMA_PATH
 from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_fleet
 from ansible_collections.gpufleet.core.plugins.plugin_utils.fleet_view import fleet_view
 from ansible_collections.gpufleet.core.plugins.plugin_utils.host_diagnosis import policy_digest
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
 from tests.support.bmc_samples import SDR_ELIST, SEL_ELIST
+from tests.support.schema_check import ROOT
 from tests.unit.plugins.action.test_audit_verdict import mode_of, umask  # noqa: F401 pylint: disable=unused-import
 
 HOST = "gpu-h100-ok-01"
@@ -396,3 +400,23 @@ def test_a_run_folder_that_cannot_be_made_fails_and_names_the_folder_proposed(tm
     result = run_folder(proposed)
     assert result["failed"] is True and "Not a directory" in result["msg"] and "path" not in result
     assert result["ansible_facts"]["gpufleet_run_dir"] == proposed
+
+
+def test_the_facts_schema_is_compiled_before_the_workers_fork():
+    """The action's module is imported in ansible-playbook's main process: each host's worker, a fork of it, finds
+    the schema's checks compiled."""
+    code = ("from ansible_collections.gpufleet.core.plugins.action import gpu_facts\n"
+            "from ansible_collections.gpufleet.core.plugins.plugin_utils import facts_validation\n"
+            "print(sorted(facts_validation._CHECKERS))\n")
+    printed = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "collections")),
+                             capture_output=True, text=True, check=True).stdout
+    assert printed == "[%r]\n" % SCHEMA_PATH
+
+
+def test_a_facts_schema_that_cannot_be_read_takes_no_facts_unchecked(monkeypatch, tmp_path):
+    monkeypatch.setattr(facts_validation, "_CHECKERS", {})
+    monkeypatch.setattr(facts_validation, "SCHEMA_PATH", str(tmp_path / "missing.json"))
+    monkeypatch.setattr(facts_validation.facts_checker, "__defaults__", (str(tmp_path / "missing.json"),))
+    result, _calls = run_action({"run_dir": str(tmp_path)})
+    assert result["failed"] is True and "the facts schema could not be read" in result["msg"]
+    assert "missing.json" in result["msg"] and "ansible_facts" not in result
