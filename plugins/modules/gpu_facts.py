@@ -390,10 +390,11 @@ ansible_facts:
             status:
               description: 'complete: everything asked for was read (on a host without an NVIDIA stack, that there
                 is none). partial: a backend answered but some of it could not be read: the collection timeout was
-                reached, a command was killed at its timeout, NVML stopped answering, nvidia-smi printed a partial
-                report or listed fewer GPUs than it says are attached (attached_gpus), or the kernel log could not
-                be read on an NVIDIA host. failed: NVIDIA hardware or software is present (nvidia_evidence) or a
-                driver/library mismatch was seen, but no GPU facts could be read. One of: complete, partial, failed.'
+                reached, a command was killed at its timeout, NVML stopped answering or could not count the GPUs
+                or open one that is not lost, nvidia-smi printed a partial report or listed fewer GPUs than it says
+                are attached (attached_gpus), or the kernel log could not be read on an NVIDIA host. failed: NVIDIA
+                hardware or software is present (nvidia_evidence) or a driver/library mismatch was seen, but no
+                GPU facts could be read. One of: complete, partial, failed.'
               returned: success
               type: str
             reasons:

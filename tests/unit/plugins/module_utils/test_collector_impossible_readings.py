@@ -185,3 +185,33 @@ def test_a_report_that_lists_every_attached_gpu_is_complete():
     facts = nvidia_smi_facts(SYNTHETIC.replace("<cuda_version>12.4</cuda_version>",
                                                "<cuda_version>12.4</cuda_version><attached_gpus>1</attached_gpus>"))
     assert len(facts["gpus"]) == 1 and not any("missing" in reason for reason in facts["collection"]["reasons"])
+
+
+def nvml_facts(scenario):
+    facts = collector.Collection(source="nvml", gather_subset=["min"], pynvml=pynvml, host=ReplayHost({}),
+                                 nvml_library=SimulatedNvmlLibrary(scenario)).run()[0]
+    assert_valid_facts(facts)
+    return facts
+
+
+def test_nvml_that_cannot_count_the_gpus_is_a_partial_collection():
+    scenario = scenario_h100_node(8)
+    scenario["errors"] = {"nvmlDeviceGetCount_v2": 999}
+    facts = nvml_facts(scenario)
+    assert facts["nvidia_present"] is True and facts["gpus"] == []
+    assert facts["collection"] == {"status": "partial", "reasons": ["GPU facts: nvmlDeviceGetCount: Unknown Error"]}
+
+
+def test_nvml_gpus_that_cannot_be_opened_make_a_partial_collection_lost_ones_do_not():
+    scenario = scenario_h100_node(8)
+    for gpu in scenario["gpus"]:
+        gpu["errors"] = {"nvmlDeviceGetHandleByIndex_v2": 999}
+    facts = nvml_facts(scenario)
+    assert [gpu["name"] for gpu in facts["gpus"]] == [None] * 8
+    assert facts["collection"]["status"] == "partial"
+    assert facts["collection"]["reasons"] == ["GPU facts: nvmlDeviceGetHandleByIndex: Unknown Error"]
+
+    scenario = scenario_h100_node(2)
+    scenario["gpus"][1]["lost"] = True
+    facts = nvml_facts(scenario)
+    assert facts["gpus"][1]["lost"] is True and facts["collection"] == {"status": "complete", "reasons": []}
