@@ -136,6 +136,9 @@ class _Compiler:
     @staticmethod
     def _type(types):
         types = [types] if isinstance(types, str) else list(types)
+        unknown = [name for name in types if name not in TYPE_TESTS]
+        if unknown:
+            raise SchemaSubsetError("type %s is not a JSON type facts_validation checks" % unknown)
         tests = [TYPE_TESTS[name] for name in types]
         if len(tests) == 1:  # most of the schema's types: one test, no loop
             test = tests[0]
@@ -184,7 +187,7 @@ class _Compiler:
     @staticmethod
     def _minimum(minimum):
         def check_minimum(value, path, problems):
-            if not _is_number(value) or isinstance(value, bool) or value >= minimum:
+            if not _is_number(value) or value >= minimum:
                 return True
             _add(problems, path, "%s is less than %s" % (_shown(value), minimum))
             return False

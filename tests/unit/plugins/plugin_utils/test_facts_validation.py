@@ -128,6 +128,7 @@ def test_an_enum_tells_booleans_from_numbers():
     {"anyOf": [{"type": "string"}]},
     {"$ref": "#/$defs/missing"},
     {"type": ["integer", "string", "null"]},
+    {"type": "decimal"},
 ])
 def test_a_keyword_it_does_not_check_is_refused_when_the_schema_is_loaded(schema):
     with pytest.raises(SchemaSubsetError):
