@@ -27,6 +27,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import valida
 from tests.support.bmc_samples import SDR_ELIST, SEL_ELIST
 from tests.support.schema_check import ROOT
 from tests.unit.plugins.action.test_audit_verdict import mode_of, umask  # noqa: F401 pylint: disable=unused-import
+from tests.unit.plugins.plugin_utils.test_facts_validation import replaced
 
 HOST = "gpu-h100-ok-01"
 PASSWORD = "bmc-Secret-17"
@@ -239,12 +240,7 @@ def test_a_hosts_own_facts_file_or_store_extract_keys_are_dropped(tmp_path, args
 
 def facts_with(path, value):
     """FACTS with the value at path (keys and list positions) replaced."""
-    facts = copy.deepcopy(FACTS)
-    record = facts
-    for key in path[:-1]:
-        record = record[key]
-    record[path[-1]] = value
-    return facts
+    return replaced(FACTS, path, value)
 
 
 @pytest.mark.parametrize("path, value, named", [
