@@ -8,7 +8,6 @@ import yaml
 import pytest
 
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import parse_kernel_log
-from ansible_collections.gpufleet.core.plugins.plugin_utils import xid_decode
 from tests.support.corpus import read_realdata, read_reference
 from tests.support.rule_builders import findings_of, healthy_node, only, set_model, xid_event
 
@@ -92,10 +91,13 @@ def test_a_benign_and_a_fatal_nvlink5_event_on_one_gpu_is_critical():
 
 def test_promoted_rxpipe_error_needs_a_reset():
     """RLW_RXPIPE status 0x1 is non-fatal unless the driver promoted it (the bit above its sub-code set)."""
-    plain = xid_decode.decode_message(145, nvlink5_line(145, "RLW_RXPIPE", "Nonfatal", 0x0409a0c2, 1))
-    promoted = xid_decode.decode_message(145, nvlink5_line(145, "RLW_RXPIPE", "Fatal", 0x0409a4c2, 1))
-    assert (plain["resolution"], plain["severity"]) == ("IGNORE", "info")
-    assert (promoted["resolution"], promoted["detail"]["kind"]) == ("RESET_GPU", "promoted")
+    def decoded(word, intr_info):
+        facts = node_with([xid_event(145, BUS, "2026-11-29T10:00:00Z",
+                                     message=nvlink5_line(145, "RLW_RXPIPE", word, intr_info, 1))])
+        return only(facts, "hardware.xid")["evidence"]["decoded"]
+    plain, promoted = decoded("Nonfatal", 0x0409a0c2), decoded("Fatal", 0x0409a4c2)
+    assert [(d["resolution"], d["severity"]) for d in plain] == [("IGNORE", "info")]
+    assert [(d["resolution"], d["detail"]["kind"]) for d in promoted] == [("RESET_GPU", "promoted")]
 
 
 @pytest.mark.corpus
