@@ -45,11 +45,24 @@ _XID154_RE = re.compile(r"recovery action changed from\s+0x[0-9a-fA-F]+\s*\([^)]
 def tables():
     """data/xid_decode.yml, read once per process."""
     with open(os.path.join(DATA_DIR, "xid_decode.yml")) as handle:
-        data = yaml.safe_load(handle)
+        return check_tables(yaml.safe_load(handle))
+
+
+def check_tables(data):
+    """The decode tables, or ValueError naming the first entry that refers to what the tables do not define."""
     for name in data["recovery_actions"]:
         if name not in RECOVERY_ACTIONS:
             raise ValueError("xid_decode.recovery_actions: unknown action %r (allowed: %s)"
                              % (name, ", ".join(RECOVERY_ACTIONS)))
+    known = set(data["resolutions"])
+    rows = [("nvlink5.rules[%d]" % i, row, ("resolution", "promoted")) for i, row in enumerate(data["nvlink5"]["rules"])]
+    rows += [("nvlink_registers.classes[%d]" % i, entry, ("resolution", "repeated_resolution"))
+             for i, entry in enumerate(data["nvlink_registers"]["classes"])]
+    for where, entry, keys in rows:
+        for key in keys:
+            if entry.get(key) is not None and entry[key] not in known:
+                raise ValueError("xid_decode.%s: %s %r is not one of the resolutions (%s)"
+                                 % (where, key, entry[key], ", ".join(sorted(known))))
     return data
 
 

@@ -229,3 +229,14 @@ def test_xid_173_is_in_the_catalog_not_an_unknown_xid():
     finding = only(node_with([xid_event(173, BUS, "2026-11-29T10:00:00Z", message="x")]), "hardware.xid")
     assert finding["evidence"]["name"] == "Xid 173 (not in the researched catalog)"
     assert "NVIDIA's current Xid catalog" in finding["action"]
+
+
+# ---------------------------------------------------------------- the decode tables
+
+def test_a_decode_table_naming_an_unknown_resolution_is_refused_with_its_place():
+    import copy
+    from ansible_collections.gpufleet.core.plugins.plugin_utils import xid_decode
+    broken = copy.deepcopy(xid_decode.tables())
+    broken["nvlink5"]["rules"][3]["resolution"] = "REBOOT_THE_MOON"
+    with pytest.raises(ValueError, match=r"xid_decode.nvlink5.rules\[3\]: resolution 'REBOOT_THE_MOON'"):
+        xid_decode.check_tables(broken)
