@@ -197,6 +197,11 @@ class Knowledge:
     def xid_numbers(self):
         return sorted(self._xids)
 
+    def xid_overridden(self, number):
+        """The keys of the Xid's entry that the policy's catalogs.xid sets (empty: as shipped)."""
+        entry = self._xids.get(xid_number(number))
+        return entry.get("_overridden", frozenset()) if entry else frozenset()
+
     def xid_bucket(self, name):
         """What NVIDIA's resolution bucket implies here: {"severity", "layer"} (layer None: the bucket names
         none), or None for an Xid without a bucket."""

@@ -416,6 +416,7 @@ def _apply_xid_overrides(base, actions, overrides):
         merged = dict(xids[xid]["_source"]) if xid in xids else {}
         merged.update(change)
         xids[xid] = _xid_entry(xid, merged, actions, item)
+        xids[xid]["_overridden"] = frozenset(change)
     return xids
 
 

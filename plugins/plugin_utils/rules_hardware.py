@@ -213,7 +213,8 @@ def xid_events(ctx):
             action = info.get("action") or "Follow the Xid catalog's resolution for Xid %d." % number
             evidence = _xid_evidence(ctx, number, events, secondaries, gpu)
             decoded = xid_decode.group_verdict(number, events.events, _gpu_architecture(ctx, gpu), info)
-            if decoded is not None:
+            # a severity or action the policy sets for the Xid stands over the decode
+            if decoded is not None and not ctx.knowledge.xid_overridden(number) & {"severity", "action"}:
                 severity, action = decoded["severity"], decoded["action"]
                 evidence.update(decoded=decoded["decoded"], undecoded=decoded["undecoded"],
                                 not_kept=events.count - len(events.events))

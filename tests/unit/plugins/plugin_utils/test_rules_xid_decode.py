@@ -240,3 +240,19 @@ def test_a_decode_table_naming_an_unknown_resolution_is_refused_with_its_place()
     broken["nvlink5"]["rules"][3]["resolution"] = "REBOOT_THE_MOON"
     with pytest.raises(ValueError, match=r"xid_decode.nvlink5.rules\[3\]: resolution 'REBOOT_THE_MOON'"):
         xid_decode.check_tables(broken)
+
+
+def test_a_policy_severity_for_a_decoded_xid_stands_over_the_decode():
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_host
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import load_knowledge
+    from tests.support.rule_builders import policy
+    facts = node_with([xid_event(144, BUS, "2026-11-29T10:00:00Z",
+                                 message=nvlink5_line(144, "SAW_MVB", "Nonfatal", 0x00000001, 2))])
+
+    def xid_finding(catalog):
+        the_policy = policy(catalogs={"xid": {144: catalog}})
+        found = diagnose_host("n", facts, the_policy, load_knowledge(the_policy["catalogs"]))
+        return [f for f in found if f["rule"] == "hardware.xid"][0]
+    quiet = xid_finding({"severity": "info", "action": "Site rule: ignore"})
+    assert (quiet["severity"], quiet["action"]) == ("info", "Site rule: ignore")
+    assert xid_finding({"description": "site words"})["severity"] == "critical"
