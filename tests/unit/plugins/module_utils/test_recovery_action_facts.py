@@ -53,3 +53,16 @@ def test_an_old_pynvml_without_field_values_is_quiet(monkeypatch):
     scenario["gpus"][0]["recovery_action"] = 1
     _answered, facts = collect_through(SimulatedNvmlLibrary(scenario))
     assert facts["gpus"][0]["recovery_action"] is None and facts["errors"] == []
+
+
+@pytest.mark.corpus
+def test_the_value_nvidia_smi_printed_in_dcgm_263_reads_as_a_gpu_reset():
+    """NVIDIA/DCGM#263: `nvidia-smi --query-gpu=index,gpu_recovery_action` printed '1, Reset' for the stuck GPU."""
+    text = read_realdata("dcgmi-health-c-j_healthy-while-gpu1-recovery-action-reset-xid120_nvidia-smi-csv-and-dmon"
+                         "_issue-quote.txt")
+    printed = {line.split(",")[0]: line.split(",")[1].split("<=")[0].strip()
+               for line in text.splitlines() if line[:1].isdigit() and "," in line}
+    assert printed["1"] == "Reset" and printed["0"] == "None"
+    names = {index: parse_nvidia_smi_xml(with_recovery_action(word))["gpus"][0]["recovery_action"]
+             for index, word in printed.items()}
+    assert names["1"] == "gpu_reset" and set(names.values()) == {"gpu_reset", "none"}
