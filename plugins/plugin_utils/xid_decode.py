@@ -36,6 +36,7 @@ _HEX = r"0x[0-9a-fA-F]{1,8}"
 _NVLINK5_RE = re.compile(
     r"(?P<unit>[A-Z][A-Z0-9_/]*)\s+(?P<word>Fatal|Nonfatal|Non-fatal)\s+XC(?P<xc>\d+)\s+i(?P<injected>\d+)\s+"
     r"Link\s+(?P<link>-?\d+)\s*\((?P<registers>(?:%s[\s,]*){2,})\)" % _HEX)
+_NVLINK5_WORD_RE = re.compile(r"(?P<unit>[A-Z][A-Z0-9_/]*)\s+(?P<word>Fatal|Nonfatal|Non-fatal)\s+XC\d+")
 _NVLINK_REGISTERS_RE = re.compile(r"link\s+(?P<link>\d+)\s*\((?P<registers>(?:%s,?\s*){7})\)" % _HEX)
 _XID154_RE = re.compile(r"recovery action changed from\s+0x[0-9a-fA-F]+\s*\([^)]*\)\s+to\s+"
                         r"0x(?P<value>[0-9a-fA-F]+)\s*(?:\((?P<words>[^)]*)\))?")
@@ -114,7 +115,7 @@ def _same_unit(rows, unit):
 def decode_nvlink5(xid, message):
     match = _NVLINK5_RE.search(message or "")
     if match is None:
-        return None
+        return _fatal_word_only(message)
     intr_info, status = _registers(match.group("registers"))[:2]
     fatal = match.group("word") == "Fatal"
     detail = {"unit": match.group("unit"), "fatal": fatal, "link": int(match.group("link")),
@@ -127,6 +128,14 @@ def decode_nvlink5(xid, message):
         # NVIDIA's sheet: a Fatal error takes all links down and stops every application channel
         verdicts.append(_verdict("RESET_GPU", dict(detail, kind="fatal (message)")))
     return _worst(verdicts) if verdicts else None
+
+
+def _fatal_word_only(message):
+    """A line whose registers cannot be read (cut, or redacted as '(...)') still needs a reset when it says Fatal."""
+    match = _NVLINK5_WORD_RE.search(message or "")
+    if match is None or match.group("word") != "Fatal":
+        return None
+    return _verdict("RESET_GPU", {"unit": match.group("unit"), "fatal": True, "kind": "fatal (message)"})
 
 
 # ---------------------------------------------------------------- Xid 74 (NVLink registers, Hopper)

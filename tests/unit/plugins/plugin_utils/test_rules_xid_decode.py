@@ -256,3 +256,10 @@ def test_a_policy_severity_for_a_decoded_xid_stands_over_the_decode():
     quiet = xid_finding({"severity": "info", "action": "Site rule: ignore"})
     assert (quiet["severity"], quiet["action"]) == ("info", "Site rule: ignore")
     assert xid_finding({"description": "site words"})["severity"] == "critical"
+
+
+def test_a_fatal_nvlink5_line_with_unreadable_registers_still_needs_a_reset():
+    message = "NETIR Fatal XC0 i0 Link -1 (...)"
+    finding = only(node_with([xid_event(149, BUS, "2026-11-29T10:00:00Z", message=message)]), "hardware.xid")
+    assert finding["severity"] == "critical"
+    assert finding["evidence"]["decoded"][0]["detail"] == {"unit": "NETIR", "fatal": True, "kind": "fatal (message)"}
