@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import re
 
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 
 SOURCES = ("nvml", "nvidia_smi", "replay", "none")
 
@@ -114,6 +114,7 @@ def new_gpu(index):
         "mig": {"mode_current": None, "mode_pending": None, "gpu_instances": []},
         "processes": [],
         "fabric": None,
+        "recovery_action": None,
     }
 
 
