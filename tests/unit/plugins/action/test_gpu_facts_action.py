@@ -412,7 +412,13 @@ def test_the_facts_schema_is_compiled_before_the_workers_fork():
     code = ("from ansible_collections.gpufleet.core.plugins.action import gpu_facts\n"
             "from ansible_collections.gpufleet.core.plugins.plugin_utils import facts_validation\n"
             "print(sorted(facts_validation._CHECKERS))\n")
-    printed = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "collections")),
+    # the folder holding ansible_collections/gpufleet/core/plugins/action/gpu_facts.py (a checkout's collections/,
+    # or ansible-test's copy of the collection), then what this process imports from (ansible-test's ansible)
+    collections_root = os.path.abspath(action_module.__file__)
+    for _level in range(6):
+        collections_root = os.path.dirname(collections_root)
+    path = os.pathsep.join([collections_root] + [entry for entry in sys.path if entry])
+    printed = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=path),
                              capture_output=True, text=True, check=True).stdout
     assert printed == "[%r]\n" % SCHEMA_PATH
 
