@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import re
 
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 
 SOURCES = ("nvml", "nvidia_smi", "replay", "none")
 
