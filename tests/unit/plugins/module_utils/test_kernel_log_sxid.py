@@ -14,13 +14,18 @@ JOURNALCTL = "journalctl _TRANSPORT=kernel -o short-iso --no-pager --since=-72h"
 
 # One fatal error as the driver prints it: the line with Fatal and the link, its severity line, its data line;
 # then a non-fatal one (the line quoted in NVIDIA/nvtrust#124) and an Xid 74 on a GPU two seconds later.
-FATAL_THEN_NONFATAL = """\
-2026-11-30T10:00:00+0000 hgx-01 kernel: nvidia-nvswitch2: SXid (PCI:0000:15:00.0): 20034, Fatal, Link 30 LTSSM Fault Up
-2026-11-30T10:00:00+0000 hgx-01 kernel: nvidia-nvswitch2: SXid (PCI:0000:15:00.0): 20034, Severity 5 Engine instance 30 Sub-engine instance 00
-2026-11-30T10:00:00+0000 hgx-01 kernel: nvidia-nvswitch2: SXid (PCI:0000:15:00.0): 20034, Data {0x50610002, 0x10100030, 0x00000000}
-2026-11-30T10:00:01+0000 hgx-01 kernel: nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 Minion Link DLREQ interrupt
-2026-11-30T10:00:02+0000 hgx-01 kernel: NVRM: Xid (PCI:0000:3b:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error detected on link 3(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)
-"""
+FATAL_THEN_NONFATAL = "".join(line + "\n" for line in [
+    "2026-11-30T10:00:00+0000 hgx-01 kernel: nvidia-nvswitch2: "
+    "SXid (PCI:0000:15:00.0): 20034, Fatal, Link 30 LTSSM Fault Up",
+    "2026-11-30T10:00:00+0000 hgx-01 kernel: nvidia-nvswitch2: "
+    "SXid (PCI:0000:15:00.0): 20034, Severity 5 Engine instance 30 Sub-engine instance 00",
+    "2026-11-30T10:00:00+0000 hgx-01 kernel: nvidia-nvswitch2: "
+    "SXid (PCI:0000:15:00.0): 20034, Data {0x50610002, 0x10100030, 0x00000000}",
+    "2026-11-30T10:00:01+0000 hgx-01 kernel: nvidia-nvswitch3: "
+    "SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 Minion Link DLREQ interrupt",
+    "2026-11-30T10:00:02+0000 hgx-01 kernel: "
+    "NVRM: Xid (PCI:0000:3b:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error detected on link 3(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)",
+])
 
 
 def test_the_lines_of_one_sxid_become_one_event_with_its_fatality_link_and_data():
