@@ -105,7 +105,7 @@ options:
     default: 20
   kernel_log_source:
     description:
-      - Where kernel log events (Xid, fallen off the bus, API mismatch) are read from.
+      - Where kernel log events (Xid, fallen off the bus, API mismatch, NVSwitch errors (SXid)) are read from.
       - V(auto) uses C(journalctl -k), then C(dmesg). V(files) reads O(kernel_log_files).
     type: str
     choices: [auto, journalctl, dmesg, files]
