@@ -365,7 +365,7 @@ def _joined_records(records):
         flat = _flatten(record.text)
         if pending is not None:
             held, held_flat = pending
-            if flat[:1].islower() and not is_sxid_text(flat) and held.joined < _MAX_JOINED_RECORDS:
+            if flat[:1].islower() and not _is_sxid(flat) and held.joined < _MAX_JOINED_RECORDS:
                 held.joined += 1
                 held_flat = held_flat + " " + flat
                 if _is_incomplete(held_flat):
@@ -453,7 +453,7 @@ def with_sm_location(event):
     return event
 
 
-def is_sxid_text(flat):
+def _is_sxid(flat):
     return flat.startswith("nvidia-nvswitch") and _SXID_RE.match(flat) is not None
 
 

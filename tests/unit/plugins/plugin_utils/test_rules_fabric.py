@@ -115,3 +115,18 @@ def test_the_catalog_names_its_source_and_every_class_it_uses(tmp_path):
     bad.write_text("sources: {}\ngpu_xids: []\nclasses: {fatal: {table: t, severity: high, action: a}}\nsxids: {}\n")
     with pytest.raises(ValueError, match="classes.fatal.severity: must be one of critical, warning, info, got 'high'"):
         sxid_catalog.load_catalog(str(bad))
+
+
+@pytest.mark.corpus
+def test_the_real_sxid_12028_line_is_a_non_fatal_warning(corpus):
+    """leptonai/gpud#338: the Data line of SXid 12028 (the line names no fatality): the non-fatal table decides."""
+    text = corpus.read_realdata("kernel-nvswitch-sxid-and-nvlink-xid145-137_issue-quotes.txt")
+    quoted = "".join(line[len("line "):] + "\n" for line in text.splitlines() if line.startswith("line kern"))
+    finding = only(node_with_log(quoted), RULE, now="2025-01-26T00:00:00Z")
+    assert finding["severity"] == "warning"
+    evidence = finding["evidence"]
+    assert (evidence["sxid"], evidence["name"], evidence["class"], evidence["fatal_in_log"]) == (
+        12028, "Egress non-posted PRIV error", "non_fatal", None)
+    assert (evidence["switch"], evidence["switch_pci_bus_id"], evidence["count"]) == (
+        "nvidia-nvswitch1", "0000:84:00.0", 1)
+    assert evidence["data"].startswith("{0x000001c0, 0x00bd5c8a")
