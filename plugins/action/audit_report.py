@@ -127,13 +127,15 @@ class ActionModule(ActionBase):
                       store=report.get("store"), diagnosed_in_workers=counts["diagnosed_in_workers"],
                       host_fixes=fixes_by_host(report), fixable_roles=list(FIXABLE_ROLES))
         record = None
-        not_converged = []
+        not_converged, not_acted = [], {}
         if args["compare_with"]:
             hostvars = task_vars["hostvars"]
             not_converged = [host for host in args["hosts"]
                              if hostvars.raw_get(host).get(args["not_converged_var"]) is True]
+            not_acted = {host: str(hostvars.raw_get(host)[args["not_acted_var"]]) for host in args["hosts"]
+                         if hostvars.raw_get(host).get(args["not_acted_var"])}
             try:
-                record = compare(load_report(args["compare_with"]), report, not_converged)
+                record = compare(load_report(args["compare_with"]), report, not_converged, not_acted)
                 paths.append(write_atomically(os.path.join(run_dir, "remediation.json"),
                                               json.dumps(record, indent=1) + "\n"))
             except (OSError, ValueError, KeyError) as exc:
@@ -144,7 +146,7 @@ class ActionModule(ActionBase):
         # The task itself succeeds: the per-host verdict task (gpufleet.core.audit_verdict) fails exactly the
         # hosts with findings at or above the fail severity and marks the hosts it could not audit.
         accepted = accepted_unreachable(report["hosts"], host_policies)
-        verdicts = host_verdicts(report, accepted, not_converged)
+        verdicts = host_verdicts(report, accepted, not_converged, not_acted)
         result.update(host_verdicts=verdicts, failed_threshold=report["summary"]["failed_threshold"],
                       stats=run_stats(report, run_dir, verdicts),
                       msg="run %s: %s; reports in %s" % (report["run"]["id"], report["run"]["status"], run_dir))

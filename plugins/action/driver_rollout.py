@@ -24,7 +24,8 @@ def run_step(args, check_mode, now=None):
     now = time.time() if now is None else now
     if step == "plan":
         return rollout.plan_rollout(args["hosts"], args["host_policy"], args["policies"], args["mode"],
-                                    args["report_dir"], utc("%Y-%m-%dT%H:%M:%SZ", now), utc("%Y%m%dT%H%M%SZ", now))
+                                    args["report_dir"], utc("%Y-%m-%dT%H:%M:%SZ", now), utc("%Y%m%dT%H%M%SZ", now),
+                                    args["refused"], check_mode)
     if step == "start_batch":
         return rollout.start_batch(args["state_file"], args["hosts"])
     if step == "end_batch":

@@ -14,7 +14,9 @@ so that audit_report does not write it again, with what the run store keeps of t
 the facts file compressed, the GPUs' error counters; plugin_utils/store/extract.py), so that the store only inserts;
 with policy (the host's effective policy) the host's own rules run here too (gpufleet_diagnosis: its findings, fleet
 view and summary line; plugin_utils/host_diagnosis.py), so that audit_report neither holds nor reads its facts; with
-keep_facts=false the facts then leave the result (the file holds them).
+keep_facts=false the facts then leave the result (the file holds them). Before any of these, the facts are checked
+against the facts schema (plugin_utils/facts_validation.py): facts that do not match make the host's collection
+failed, with what is wrong, and go no further.
 
 The imports below are loaded once, in the controller's main process, before the workers fork: the linear
 strategy loads every task's action class there (action_loader.get(..., class_only=True)).
@@ -35,6 +37,8 @@ from ansible_collections.gpufleet.core.plugins.action.audit_verdict import verdi
 from ansible_collections.gpufleet.core.plugins.module_utils.bmc_lan import LAN_DEFAULTS, read_bmc_over_lan
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import DeadlineHost, LiveHost
 from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import knowledge_loader
+from ansible_collections.gpufleet.core.plugins.plugin_utils.facts_validation import (
+    facts_checker, facts_problems, refusal_message)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.host_clock import measured_offset
 from ansible_collections.gpufleet.core.plugins.plugin_utils.host_diagnosis import DIAGNOSIS_KEY, host_diagnosis
 from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import collection_status
@@ -63,6 +67,12 @@ try:
     KNOWLEDGE_FOR(None)
 except Exception:  # pylint: disable=broad-except  # the worker loads it again and reports what is wrong
     pass
+# The facts schema's checks, compiled here once before the workers fork (3.4 ms in each host's worker otherwise,
+# seven times the check itself); a schema that cannot be read fails each host's check with the reason.
+try:
+    facts_checker()
+except (OSError, ValueError):
+    pass
 # seconds of the task's timeout kept back from the BMC read, for the facts file and the result
 BMC_DEADLINE_MARGIN = 2.0
 DEFAULT_WINDOW_HOURS = 72
@@ -88,6 +98,24 @@ def write_host_facts(run_dir, name, facts):
     text = facts_file_text(facts)
     write_facts_file(os.path.join(facts_dir, "%s.json" % name), facts, text=text)
     return "facts/%s.json" % name, host_extract(text, facts)
+
+
+def refuse_invalid_facts(result):
+    """A result whose facts do not match the facts schema (plugin_utils/facts_validation.py) becomes the host's
+    failed collection, with what is wrong, and without the facts: nothing after it reads them."""
+    if collection_status(result) != "ok":
+        return
+    try:
+        problems = facts_problems(result["ansible_facts"]["gpufleet"])
+    except (OSError, ValueError) as exc:  # the schema itself: no facts are taken unchecked
+        problems = ["the facts schema could not be read: %s" % exc]
+    if not problems:
+        return
+    result.update(failed=True, msg=refusal_message(problems))
+    result["ansible_facts"] = dict(result["ansible_facts"])
+    del result["ansible_facts"]["gpufleet"]
+    if not result["ansible_facts"]:
+        del result["ansible_facts"]
 
 
 def scrubbed(text, secret):
@@ -175,6 +203,7 @@ class ActionModule(ActionBase):
         note_clock_offset(result, module_args, sent, answered)
         if options.get("bmc_address"):
             self._join_bmc(result, options, module_args, started)
+        refuse_invalid_facts(result)
         if options.get("policy") is not None and collection_status(result) == "ok":
             self._diagnose(result, task_vars["inventory_hostname"], options["policy"])
         if options.get("run_dir") and collection_status(result) == "ok":

@@ -26,7 +26,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.host_io import (
 from ansible_collections.gpufleet.core.plugins.module_utils.k8s_sharing import KubernetesOptions, collect_kubernetes
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import collect_kernel_log
 from ansible_collections.gpufleet.core.plugins.module_utils.nvidia_presence import collect_nvidia_evidence
-from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import collect_nvidia_smi
+from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import MISSING_GPUS, collect_nvidia_smi
 from ansible_collections.gpufleet.core.plugins.module_utils.workload_facts import collect_workload
 
 # The NVML backend (nvml_collect) and the record/replay machinery (nvml_fixture) are imported where they
@@ -386,12 +386,20 @@ def _backend_failures(facts):
     return failures or ["GPU facts: no backend answered"]
 
 
+# NVML calls that list the GPUs: when one fails, GPUs are missing or known by their index only
+_GPU_LISTING_CALLS = ("nvmlDeviceGetCount", "nvmlDeviceGetHandleByIndex")
+
+
 def _partial_gpu_reads(facts):
-    """A backend that answered but stopped early: NVML hung or ran out of time, nvidia-smi failed
-    half-way through its report."""
+    """A backend that answered but stopped early: NVML hung or ran out of time, or could not count the GPUs
+    or open one that is not lost (a lost GPU is a finding of its own); nvidia-smi failed half-way through its
+    report or listed fewer GPUs than it says are attached."""
+    lost = {gpu["index"] for gpu in facts["gpus"] if gpu.get("lost")}
     return ["GPU facts: %s" % _error_text(error) for error in facts["errors"]
             if error["call"] in ("nvml", "collect_nvml")
-            or (error["call"] == "nvidia-smi -q -x" and _PARTIAL_REPORT in error["reason"])]
+            or (error["call"] in _GPU_LISTING_CALLS and error["gpu"] not in lost)
+            or (error["call"] == "nvidia-smi -q -x"
+                and (_PARTIAL_REPORT in error["reason"] or error["reason"].startswith(MISSING_GPUS)))]
 
 
 def _is_kernel_log_error(error):

@@ -178,6 +178,11 @@ def cuda_version_from_int(value):
 
 # Die and memory temperatures outside this range are a broken sensor or a garbled answer.
 TEMPERATURE_RANGE_C = (0, 200)
+# The signed 64-bit range the run store's counter columns hold (SQLite INTEGER, PostgreSQL BIGINT). NVML says
+# "not available" with the top of an unsigned counter's range (2^64-1): no count gets beyond this.
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+# No GPU has this much memory (16 TiB): a larger total or BAR1 size is a garbled answer.
+MEMORY_MAX_MIB = 2 ** 24
 _NON_NEGATIVE = (
     ("memory", ("total_mib", "used_mib", "free_mib", "reserved_mib", "bar1_total_mib", "bar1_used_mib")),
     ("power", ("draw_w", "limit_w", "default_limit_w", "min_limit_w", "max_limit_w")),
@@ -219,6 +224,10 @@ def _check_gpu(facts, gpu):
                 lambda value: low <= value <= high, "outside %d..%d C" % (low, high))
     for part, names in _NON_NEGATIVE:
         _check_part(facts, gpu, part, names, lambda value: value >= 0, "negative")
+        _check_part(facts, gpu, part, names, lambda value: value <= INT64_MAX,
+                    "beyond 2^63-1: a value that says 'not available', not a reading")
+    _check_part(facts, gpu, "memory", _NON_NEGATIVE[0][1], lambda value: value <= MEMORY_MAX_MIB,
+                "more than %d MiB, which no GPU has" % MEMORY_MAX_MIB)
     for part, names in _PERCENT:
         _check_part(facts, gpu, part, names, lambda value: 0 <= value <= 100, "outside 0..100 %")
     if _is_number(gpu.get("fan_speed_pct")) and gpu["fan_speed_pct"] < 0:
@@ -232,8 +241,9 @@ def _check_gpu(facts, gpu):
     for link in gpu.get("nvlinks") or ():
         errors = link.get("errors") or {}
         for name, value in errors.items():
-            if _is_number(value) and value < 0:
-                _reject(facts, gpu, "nvlinks[%s].errors.%s" % (link.get("link"), name), value, "negative")
+            if _is_number(value) and not 0 <= value <= INT64_MAX:
+                _reject(facts, gpu, "nvlinks[%s].errors.%s" % (link.get("link"), name), value,
+                        "negative" if value < 0 else "beyond 2^63-1: a value that says 'not available', not a reading")
                 errors[name] = None
     for process in gpu.get("processes") or ():
         value = process.get("used_memory_mib")
@@ -244,8 +254,9 @@ def _check_gpu(facts, gpu):
 
 def drop_impossible_readings(facts):
     """Sets every GPU reading that cannot be true to null, with an error entry naming the field:
-    temperatures outside 0..200 C, negative memory, power, clocks and counters, percentages outside
-    0..100, used (or free, reserved) memory above the total. One place for every backend."""
+    temperatures outside 0..200 C, negative memory, power, clocks and counters, counters beyond 2^63-1,
+    memory beyond 16 TiB, percentages outside 0..100, used (or free, reserved) memory above the total.
+    One place for every backend."""
     for gpu in facts.get("gpus") or ():
         _check_gpu(facts, gpu)
     return facts

@@ -21,6 +21,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_mig import collect_mig_layout
 
 CALL = "nvidia-smi -q -x"
+# the start of the error of a report that lists fewer GPUs than it says are attached: a partial collection
+MISSING_GPUS = "GPUs missing from the report"
 
 
 class NvidiaSmiParseError(ValueError):
@@ -210,7 +212,8 @@ def parse_nvidia_smi_xml(text):
 
     driver: {"version", "cuda_driver_version"}; gpus: records of facts_model.new_gpu in the
     order of the report (= NVML index); mig_memory_mib: {pci_bus_id: {gpu instance id: MiB}}
-    from the report's mig_devices. Raises NvidiaSmiParseError for anything that is not a
+    from the report's mig_devices; unreadable: [(GPU index, field, text)] of the readings that are
+    there but are no number (read as None); attached_gpus: the GPU count the report states, or None. Raises NvidiaSmiParseError for anything that is not a
     complete report.
     """
     root = _parse_root(text)
@@ -218,21 +221,23 @@ def parse_nvidia_smi_xml(text):
         "version": _version(_text(root, "driver_version")),
         "cuda_driver_version": _version(_text(root, "cuda_version")),
     }
-    gpus = []
-    mig_memory = {}
+    gpus, mig_memory, unreadable = [], {}, []
     for index, elem in enumerate(root.findall("gpu")):
-        gpu = gpu_from_element(elem, index)
+        gpu = gpu_from_element(elem, index, unreadable)
         gpus.append(gpu)
         memory = mig_instance_memory(elem)
         if memory and gpu["pci_bus_id"]:
             mig_memory[gpu["pci_bus_id"]] = memory
-    return {"driver": driver, "gpus": gpus, "mig_memory_mib": mig_memory}
+    return {"driver": driver, "gpus": gpus, "mig_memory_mib": mig_memory, "unreadable": unreadable,
+            "attached_gpus": _count(_text(root, "attached_gpus"))}
 
 
 # ---------------------------------------------------------------- one GPU
 
-def gpu_from_element(elem, index):
-    """One <gpu> element as a schema gpu record."""
+def gpu_from_element(elem, index, unreadable=None):
+    """One <gpu> element as a schema gpu record; unreadable (a list) gets (index, field, text) of each reading that
+    is there but is no number (_Readings)."""
+    readings = _Readings(elem)
     gpu = new_gpu(index)
     gpu["name"] = _text(elem, "product_name")
     gpu["uuid"] = _text(elem, "uuid")
@@ -243,27 +248,26 @@ def gpu_from_element(elem, index):
     gpu["architecture"] = _architecture(_text(elem, "product_architecture"))
     gpu["compute_capability"] = _compute_capability(elem)
     gpu["lost"] = _is_lost(elem)
-    gpu["memory"] = _memory(elem)
-    gpu["temperature"] = _temperature(elem.find("temperature"))
-    gpu["power"] = _power(_first_child(elem, "power_readings", "gpu_power_readings"))
-    gpu["fan_speed_pct"] = _int(_text(elem, "fan_speed"), ("%",))
-    gpu["clocks"] = _clocks(elem)
+    gpu["memory"] = readings.part("memory", _MEMORY_FIELDS, ("MiB",))
+    gpu["temperature"] = readings.part("temperature", _TEMPERATURE_FIELDS, ("C",))
+    gpu["power"] = _power(readings)
+    gpu["fan_speed_pct"] = readings.read("fan_speed_pct", ("fan_speed",), ("%",))
+    gpu["clocks"] = readings.part("clocks", _CLOCK_FIELDS, ("MHz",))
     gpu["clock_event_reasons"] = _clock_event_reasons(_first_child(elem, "clocks_event_reasons", "clocks_throttle_reasons"))
     gpu["performance_state"] = _performance_state(_text(elem, "performance_state"))
-    gpu["utilization"] = {
-        "gpu_pct": _int(_text(elem, "utilization/gpu_util"), ("%",)),
-        "memory_pct": _int(_text(elem, "utilization/memory_util"), ("%",)),
-    }
+    gpu["utilization"] = readings.part("utilization", _UTILIZATION_FIELDS, ("%",))
     gpu["ecc"] = _ecc(elem)
-    gpu["retired_pages"] = _retired_pages(elem.find("retired_pages"))
-    gpu["remapped_rows"] = _remapped_rows(elem.find("remapped_rows"))
-    gpu["pcie"] = _pcie(elem.find("pci"))
+    gpu["retired_pages"] = _retired_pages(readings)
+    gpu["remapped_rows"] = _remapped_rows(readings)
+    gpu["pcie"] = _pcie(readings)
     gpu["compute_mode"] = _compute_mode(_text(elem, "compute_mode"))
     gpu["persistence_mode"] = _flag(_text(elem, "persistence_mode"))
     gpu["mig"]["mode_current"] = _flag(_text(elem, "mig_mode/current_mig"))
     gpu["mig"]["mode_pending"] = _flag(_text(elem, "mig_mode/pending_mig"))
     gpu["processes"] = _processes(elem.find("processes"))
     gpu["fabric"] = _fabric(elem.find("fabric"))
+    if unreadable is not None:
+        unreadable.extend((index, field, text) for field, text in readings.unreadable)
     return gpu
 
 
@@ -313,57 +317,64 @@ def _mib(value):
     return _int(value, ("MiB",))
 
 
-def _memory(elem):
-    return {
-        "total_mib": _mib(_text(elem, "fb_memory_usage/total")),
-        "used_mib": _mib(_text(elem, "fb_memory_usage/used")),
-        "free_mib": _mib(_text(elem, "fb_memory_usage/free")),
-        "reserved_mib": _mib(_text(elem, "fb_memory_usage/reserved")),
-        "bar1_total_mib": _mib(_text(elem, "bar1_memory_usage/total")),
-        "bar1_used_mib": _mib(_text(elem, "bar1_memory_usage/used")),
-    }
+class _Readings:
+    """The numbers of one <gpu> element. A value that is there (not a placeholder such as N/A) but is no number of
+    its unit (a decimal comma, more digits than any reading has, another unit) reads as None and is kept in
+    unreadable as (field, text), for the collection's errors."""
+
+    def __init__(self, elem):
+        self.elem = elem
+        self.unreadable = []
+
+    def part(self, part, fields, units, integer=True):
+        """{field: number} of one part of the GPU record; fields: ((field, XML paths tried in order), ...)."""
+        return {field: self.read("%s.%s" % (part, field), paths, units, integer) for field, paths in fields}
+
+    def read(self, field, paths, units, integer=True):
+        text = _first_text(self.elem, *paths)
+        return self._kept(field, text, _int(text, units) if integer else _number(text, units))
+
+    def count(self, field, path):
+        """A plain counter (digits only) at path."""
+        text = _text(self.elem, path)
+        return self._kept(field, text, _count(text))
+
+    def _kept(self, field, text, value):
+        if value is None and text is not None:
+            self.unreadable.append((field, text))
+        return value
 
 
-def _celsius(elem, path):
-    return _int(_text(elem, path), ("C",))
+_MEMORY_FIELDS = (
+    ("total_mib", ("fb_memory_usage/total",)), ("used_mib", ("fb_memory_usage/used",)),
+    ("free_mib", ("fb_memory_usage/free",)), ("reserved_mib", ("fb_memory_usage/reserved",)),
+    ("bar1_total_mib", ("bar1_memory_usage/total",)), ("bar1_used_mib", ("bar1_memory_usage/used",)),
+)
+_TEMPERATURE_FIELDS = (
+    ("gpu_c", ("temperature/gpu_temp",)), ("slowdown_c", ("temperature/gpu_temp_slow_threshold",)),
+    ("shutdown_c", ("temperature/gpu_temp_max_threshold",)), ("memory_c", ("temperature/memory_temp",)),
+)
+_CLOCK_FIELDS = (
+    ("graphics_mhz", ("clocks/graphics_clock",)), ("sm_mhz", ("clocks/sm_clock",)),
+    ("memory_mhz", ("clocks/mem_clock",)), ("max_graphics_mhz", ("max_clocks/graphics_clock",)),
+    ("max_sm_mhz", ("max_clocks/sm_clock",)), ("max_memory_mhz", ("max_clocks/mem_clock",)),
+)
+_UTILIZATION_FIELDS = (("gpu_pct", ("utilization/gpu_util",)), ("memory_pct", ("utilization/memory_util",)))
+# newer drivers name the block gpu_power_readings; the first of the two that the report has is read
+_POWER_BLOCKS = ("power_readings", "gpu_power_readings")
+_POWER_FIELDS = (
+    ("draw_w", ("power_draw", "average_power_draw", "instant_power_draw")),
+    ("limit_w", ("enforced_power_limit", "current_power_limit")),
+    ("default_limit_w", ("default_power_limit",)), ("min_limit_w", ("min_power_limit",)),
+    ("max_limit_w", ("max_power_limit",)),
+)
 
 
-def _temperature(elem):
-    return {
-        "gpu_c": _celsius(elem, "gpu_temp"),
-        "slowdown_c": _celsius(elem, "gpu_temp_slow_threshold"),
-        "shutdown_c": _celsius(elem, "gpu_temp_max_threshold"),
-        "memory_c": _celsius(elem, "memory_temp"),
-    }
-
-
-def _watts(value):
-    return _number(value, ("W",))
-
-
-def _power(elem):
-    return {
-        "draw_w": _watts(_first_text(elem, "power_draw", "average_power_draw", "instant_power_draw")),
-        "limit_w": _watts(_first_text(elem, "enforced_power_limit", "current_power_limit")),
-        "default_limit_w": _watts(_text(elem, "default_power_limit")),
-        "min_limit_w": _watts(_text(elem, "min_power_limit")),
-        "max_limit_w": _watts(_text(elem, "max_power_limit")),
-    }
-
-
-def _mhz(elem, path):
-    return _int(_text(elem, path), ("MHz",))
-
-
-def _clocks(elem):
-    return {
-        "graphics_mhz": _mhz(elem, "clocks/graphics_clock"),
-        "sm_mhz": _mhz(elem, "clocks/sm_clock"),
-        "memory_mhz": _mhz(elem, "clocks/mem_clock"),
-        "max_graphics_mhz": _mhz(elem, "max_clocks/graphics_clock"),
-        "max_sm_mhz": _mhz(elem, "max_clocks/sm_clock"),
-        "max_memory_mhz": _mhz(elem, "max_clocks/mem_clock"),
-    }
+def _power(readings):
+    block = _first_child(readings.elem, *_POWER_BLOCKS)
+    block = _POWER_BLOCKS[0] if block is None else block.tag
+    fields = tuple((field, tuple("%s/%s" % (block, path) for path in paths)) for field, paths in _POWER_FIELDS)
+    return readings.part("power", fields, ("W",), integer=False)
 
 
 def _clock_reason_bit(tag):
@@ -432,18 +443,21 @@ def _ecc(elem):
     }
 
 
-def _retired_pages(elem):
+def _retired_pages(readings):
+    elem = readings.elem.find("retired_pages")
     return {
-        "single_bit": _count(_text(elem, "multiple_single_bit_retirement/retired_count")),
-        "double_bit": _count(_text(elem, "double_bit_retirement/retired_count")),
+        "single_bit": readings.count("retired_pages.single_bit",
+                                     "retired_pages/multiple_single_bit_retirement/retired_count"),
+        "double_bit": readings.count("retired_pages.double_bit", "retired_pages/double_bit_retirement/retired_count"),
         "pending": _any_true([_flag(_text(elem, "pending_blacklist")), _flag(_text(elem, "pending_retirement"))]),
     }
 
 
-def _remapped_rows(elem):
+def _remapped_rows(readings):
+    elem = readings.elem.find("remapped_rows")
     return {
-        "correctable": _count(_text(elem, "remapped_row_corr")),
-        "uncorrectable": _count(_text(elem, "remapped_row_unc")),
+        "correctable": readings.count("remapped_rows.correctable", "remapped_rows/remapped_row_corr"),
+        "uncorrectable": readings.count("remapped_rows.uncorrectable", "remapped_rows/remapped_row_unc"),
         "pending": _flag(_text(elem, "remapped_row_pending")),
         "failure": _flag(_text(elem, "remapped_row_failure")),
     }
@@ -459,7 +473,8 @@ def _pcie_gen_max(gen):
     return min(device, host)
 
 
-def _pcie(elem):
+def _pcie(readings):
+    elem = readings.elem.find("pci")
     gen = elem.find("pci_gpu_link_info/pcie_gen") if elem is not None else None
     widths = elem.find("pci_gpu_link_info/link_widths") if elem is not None else None
     return {
@@ -467,7 +482,7 @@ def _pcie(elem):
         "gen_max": _pcie_gen_max(gen),
         "width_current": _int(_text(widths, "current_link_width"), ("x",)),
         "width_max": _int(_text(widths, "max_link_width"), ("x",)),
-        "replay_counter": _count(_text(elem, "replay_counter")),
+        "replay_counter": readings.count("pcie.replay_counter", "pci/replay_counter"),
         "aer": None,
     }
 
@@ -636,3 +651,9 @@ def _fill_facts(facts, report, output):
     unreachable = _unreachable_gpus(output)
     facts["gpus"] = _merge_lost_gpus(report["gpus"], unreachable)
     _report_lost(facts, facts["gpus"], unreachable)
+    for index, field, text in report["unreadable"]:
+        add_error(facts, index, "reading %s" % field, "%r is not a reading of this field; reported as null" % text)
+    attached = report["attached_gpus"]
+    if attached is not None and attached > len(facts["gpus"]):
+        add_error(facts, None, CALL, "%s: the report states %d attached GPU(s) but lists %d"
+                  % (MISSING_GPUS, attached, len(facts["gpus"])))

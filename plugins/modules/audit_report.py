@@ -153,6 +153,13 @@ options:
       - With O(compare_with), the host variable that is true on hosts whose remediation failed.
     type: str
     default: gpufleet_remediation_failed
+  not_acted_var:
+    description:
+      - With O(compare_with), the host variable that holds, on the hosts the remediation refused to act on (replayed
+        facts, a local connection to another machine's facts), the message saying why; C(remediation.json) lists them
+        under C(not_acted).
+    type: str
+    default: gpufleet_remediation_refused
   orchestration:
     description:
       - Variables that say which AWX job, workflow or slice the run is part of - the C(awx_*) (or C(tower_*))
@@ -287,6 +294,7 @@ ARGUMENT_SPEC = {
     "summary_last": {"type": "bool", "default": True},
     "compare_with": {"type": "path"},
     "not_converged_var": {"type": "str", "default": "gpufleet_remediation_failed"},
+    "not_acted_var": {"type": "str", "default": "gpufleet_remediation_refused"},
     "store": {"type": "bool", "default": True},
     "store_url": {"type": "str", "no_log": True},
     "orchestration": {"type": "dict", "default": {}},

@@ -16,12 +16,16 @@ description:
     once); the driver change on each host is the C(driver) role's.
   - O(step=plan) takes the canary batches and the failure limit (C(driver.rollout.batches),
     C(driver.rollout.max_fail_percentage)) from the effective policy of every host, fails when the hosts'
-    policies differ on them, creates the report folder, and starts the rollout's state file there.
+    policies differ on them or when a host's policy lacks what the mode needs (C(driver.pin) for V(rollout),
+    C(driver.package) for both) - before any host is contacted -, leaves the hosts of O(refused) out of the
+    batches, creates the report folder, and starts the rollout's state file there.
   - O(step=start_batch) counts the next batch and says whether the rollout has stopped (the hosts of a batch
     after a stop are never touched).
   - O(step=end_batch) records the outcome of each host of the batch and stops the rollout when more than
     C(max_fail_percentage) of the batch failed or was refused.
-  - O(step=report) writes the report C(<report root>/driver-<mode>-<UTC time>.json) and removes the state file.
+  - O(step=report) writes the report C(<report root>/driver-<mode>-<UTC time>.json) and removes the state file; in
+    check mode the file is C(driver-<mode>-<UTC time>-check.json), a plan with C(check_mode) true, the hosts that would
+    change under C(would_change) (C(changed) is empty), and every line of its summary starts with C([check mode]).
   - The state file (the batch number, whether the rollout stopped, each host's outcome) is a hidden file in
     the report folder, C(.driver-<mode>-<UTC time>.<random>.state.json), mode 0600; the state file and the
     report are written atomically (a temporary file in the same folder, renamed over the old one), the report
@@ -58,6 +62,14 @@ options:
   state_file:
     description: With every step but O(step=plan), the C(state_file) that O(step=plan) returned.
     type: path
+  refused:
+    description:
+      - With O(step=plan), the hosts no role may act on and why (the C(gpufleet.core.acting_refusal) filter with
+        O(ignore:part=reason)) - replayed facts, or a local connection to a host that is not the controller. They are
+        left out of the batches and reported as not acted on, each with a message giving its plan, why and how to
+        proceed.
+    type: dict
+    default: {}
   outcomes:
     description:
       - With O(step=end_batch), each host of the batch and its outcome, a mapping with C(status) (V(changed),
@@ -109,7 +121,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 state_file:
-  description: The rollout's state file, for the later steps.
+  description: The rollout's state file, for the later steps; null when every host was refused (nothing to roll out).
   returned: O(step=plan)
   type: str
   sample: /srv/gpufleet/reports/.driver-rollout-20261130T060000Z.k2x8a1.state.json
@@ -118,10 +130,14 @@ mode:
   returned: O(step=plan)
   type: str
 planned:
-  description: The hosts of the rollout.
+  description: The hosts of the rollout (those of O(hosts) not in O(refused)).
   returned: O(step=plan)
   type: list
   elements: str
+not_acted:
+  description: The refused hosts and each one's message (its plan, why it is refused, how to proceed).
+  returned: O(step=plan)
+  type: dict
 settings:
   description: C(batches) and C(max_fail_percentage) shared by the hosts' policies.
   returned: O(step=plan)
@@ -169,8 +185,9 @@ failed_hosts:
 report:
   description:
     - The report as written - C(mode), C(check_mode), C(started_at), C(finished_at), C(batches), C(batch_sizes),
-      C(max_fail_percentage), C(stopped), C(stopped_after_batch), the hosts C(changed), C(unchanged), C(failed)
-      (refused included) and C(untouched), and C(hosts) (each host's outcome).
+      C(max_fail_percentage), C(stopped), C(stopped_after_batch), the hosts C(changed) (in check mode
+      C(would_change)), C(unchanged), C(failed) (refused included), C(untouched) and C(not_acted), and C(hosts)
+      (each host's outcome).
   returned: O(step=report)
   type: dict
 path:
@@ -197,6 +214,7 @@ ARGUMENT_SPEC = {
     "report_dir": {"type": "str"},
     "state_file": {"type": "path"},
     "outcomes": {"type": "dict"},
+    "refused": {"type": "dict", "default": {}},
 }
 REQUIRED_IF = [
     ("step", "plan", ["hosts", "policies", "host_policy"]),

@@ -404,10 +404,11 @@ ansible_facts:
             status:
               description: 'complete: everything asked for was read (on a host without an NVIDIA stack, that there
                 is none). partial: a backend answered but some of it could not be read: the collection timeout was
-                reached, a command was killed at its timeout, NVML stopped answering, nvidia-smi printed a partial
-                report, or the kernel log could not be read on an NVIDIA host. failed: NVIDIA hardware or software
-                is present (nvidia_evidence) or a driver/library mismatch was seen, but no GPU facts could be read.
-                One of: complete, partial, failed.'
+                reached, a command was killed at its timeout, NVML stopped answering or could not count the GPUs
+                or open one that is not lost, nvidia-smi printed a partial report or listed fewer GPUs than it says
+                are attached (attached_gpus), or the kernel log could not be read on an NVIDIA host. failed: NVIDIA
+                hardware or software is present (nvidia_evidence) or a driver/library mismatch was seen, but no
+                GPU facts could be read. One of: complete, partial, failed.'
               returned: success
               type: str
             reasons:
@@ -1323,7 +1324,10 @@ ansible_facts:
             values are null without an entry. A reading that cannot be true (a temperature outside 0..200 C, negative
             memory, power, clocks or counters, a percentage outside 0..100, used, free or reserved memory above
             the total) is null, with an entry whose call is ''reading <field>'' (for example ''reading temperature.gpu_c'');
-            since 1.1.'
+            since 1.1. So are counters beyond 2^63-1 (NVML''s 2^64-1 says ''not available''), memory beyond 16 TiB,
+            and nvidia-smi values that are there but are no number of their unit (a decimal comma, more digits than
+            any reading, NaN). On the controller, facts whose values do not have this schema''s types, or numbers
+            that are not finite or integers beyond 64 bits, make the host''s collection failed.'
           returned: always
           type: list
           elements: dict

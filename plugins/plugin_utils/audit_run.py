@@ -100,7 +100,11 @@ def host_status(host, result, facts_dir, file_name=None, facts_mode=None, read=T
     if written is not None:
         return {"status": "ok", "facts_file": written, "message": None}, facts
     path = os.path.join(facts_dir, "%s.json" % (file_name or facts_file_names([host])[host]))
-    write_facts_file(path, facts, facts_mode)
+    try:
+        write_facts_file(path, facts, facts_mode)
+    except ValueError as exc:  # NaN or Infinity, which a facts file (strict JSON) cannot hold
+        return {"status": "failed", "facts_file": None,
+                "message": "the host's facts cannot be written as JSON: %s" % exc}, None
     return {"status": "ok", "facts_file": os.path.join("facts", os.path.basename(path)), "message": None}, facts
 
 
@@ -118,6 +122,17 @@ def worker_diagnoses(results, host_policies):
         if diagnosis is not None:
             accepted[host] = diagnosis
     return accepted
+
+
+def host_findings_and_view(diagnosis, host, facts):
+    """(findings, fleet view, None) of one host's facts; ([], the view of no facts, why) when a rule fails on them:
+    that host's collection is reported failed with the reason, never the whole run's crash."""
+    try:
+        return diagnosis.host(host, facts), fleet_view(facts), None
+    except Exception as exc:  # pylint: disable=broad-except  # one host's facts must not cost the fleet its report
+        return [], fleet_view(None), " ".join((
+            "the host's facts could not be diagnosed (%s: %s); report this with its facts" % (
+                type(exc).__name__, exc)).split())
 
 
 def unreachable_finding(host, entry):
@@ -163,11 +178,12 @@ def run_status(statuses, scope, accepted=()):
     return "complete", "every host of the pattern was targeted"
 
 
-def host_verdicts(report, accepted, not_converged=()):
+def host_verdicts(report, accepted, not_converged=(), not_acted=()):
     """{host: {"verdict": ok | fail | not_audited, "msg": why}} for the playbook's per-host verdict task.
 
     not_audited: unreachable (not accepted by its policy) or its collection failed; fail: a finding at or
-    above the fail severity, or (after a remediation) not converged."""
+    above the fail severity, or (after a remediation) not converged, or not acted on (the remediation refused
+    the host: remediation.json not_acted)."""
     # run.fail_severity keeps 'none' (summary.fail_severity names a real severity for the renderers)
     threshold = report["run"]["fail_severity"]
     verdicts = {}
@@ -183,6 +199,9 @@ def host_verdicts(report, accepted, not_converged=()):
                 len(failing), threshold, ", ".join(sorted({f["rule"] for f in failing})))}
         elif host in not_converged:
             verdicts[host] = {"verdict": VERDICT_FAIL, "msg": "not converged by the remediation"}
+        elif host in not_acted:
+            verdicts[host] = {"verdict": VERDICT_FAIL, "msg": "not acted on: the remediation refused this host "
+                                                              "(its message above says why and how to proceed)"}
         else:
             verdicts[host] = {"verdict": VERDICT_OK, "msg": "audited"}
     for host in not_converged:
@@ -284,11 +303,12 @@ def _run_audit(results, host_policies, run_dir, report_root, started_at, fail_se
             findings[host], views[host], line = diagnosed[host]
             lines.append(line)
         else:
-            findings[host] = diagnosis.host(host, facts)
-            if facts is None and collection_status(result) == "ok":  # its facts file could not be read
+            findings[host], views[host], failure = host_findings_and_view(diagnosis, host, facts)
+            if failure is not None:
+                statuses[host], facts = {"status": "failed", "facts_file": None, "message": failure}, None
+            if facts is None and collection_status(result) == "ok":  # its facts file could not be read, or diagnosed
                 result = {"failed": True, "msg": statuses[host]["message"]}
             lines.append(summary_line(host, result, facts))
-            views[host] = fleet_view(facts)
         if store is not None and statuses[host]["status"] == "ok":
             extracts[host] = worker_extract(result, statuses[host]) or counters_extract(facts)
         del facts

@@ -80,11 +80,25 @@ def loaded_version(facts):
     return None if driver.get("mismatch") else driver.get("version")
 
 
+NO_PIN = "the policy sets no driver.pin to roll out"
+NO_PACKAGE = "the policy sets no driver.package (the OS package that installs the driver)"
+
+
+def policy_gaps(mode, policy):
+    """[(key, why)] of what a policy lacks for this mode of rollout (empty: nothing)."""
+    gaps = []
+    if mode == "rollout" and not policy["driver"]["pin"]:
+        gaps.append(("driver.pin", NO_PIN))
+    if mode in ("rollout", "rollback") and not policy["driver"]["package"]:
+        gaps.append(("driver.package", NO_PACKAGE))
+    return gaps
+
+
 def target_version(mode, policy, record):
     """(version, None) the host should end up on, or (None, why not)."""
     if mode == "rollout":
         pin = policy["driver"]["pin"]
-        return (str(pin), None) if pin else (None, "the policy sets no driver.pin to roll out")
+        return (str(pin), None) if pin else (None, NO_PIN)
     if mode == "rollback":
         previous = (record or {}).get("previous")
         return (str(previous), None) if previous else (
@@ -152,7 +166,7 @@ def plan_host(mode, policy, facts, record, installed_package, knowledge, force=F
         plan["error"] = why_not
         return plan
     if not policy["driver"]["package"]:
-        plan["error"] = "the policy sets no driver.package (the OS package that installs the driver)"
+        plan["error"] = NO_PACKAGE
         return plan
     plan["target"] = target
     if same_version(installed, target):
@@ -267,17 +281,27 @@ def batch_exceeds(statuses, max_fail_percentage):
     return failed * 100.0 / len(statuses) > max_fail_percentage
 
 
-def rollout_report(mode, planned, outcomes, settings, started_at, finished_at, check_mode=False):
-    """The rollout report: every planned host's outcome, and the hosts that changed, stayed as they were,
-    failed (refused included) or were never touched (the rollout stopped before their batch)."""
+CHECK_MODE_MARK = "[check mode] "
+
+
+def rollout_report(mode, planned, outcomes, settings, started_at, finished_at, check_mode=False, not_acted=None):
+    """The rollout report: every planned host's outcome, and the hosts that changed (in check mode: would
+    change), stayed as they were, failed (refused included) or were never touched (the rollout stopped before
+    their batch); not_acted: {host: message} of the hosts the rollout refused before any batch (acting_target)."""
+    changed = "would_change" if check_mode else "changed"
     hosts = {}
     for host in planned:
         outcome = dict(outcomes.get(host) or {"status": "untouched"})
         if outcome.get("status") in (None, "skipped"):
             outcome["status"] = "untouched"
+        if outcome["status"] == "changed":
+            outcome["status"] = changed
         hosts[host] = outcome
+    for host, message in sorted((not_acted or {}).items()):
+        hosts[host] = {"status": "not_acted", "msg": message}
     by_status = {status: sorted(host for host, outcome in hosts.items() if outcome["status"] == status)
-                 for status in ("changed", "unchanged", "failed", "refused", "untouched")}
+                 for status in ("changed", "would_change", "unchanged", "failed", "refused", "untouched",
+                                "not_acted")}
     failed_batches = sorted({hosts[host].get("batch") for host in by_status["failed"] + by_status["refused"]
                              if hosts[host].get("batch")})
     return {
@@ -291,33 +315,41 @@ def rollout_report(mode, planned, outcomes, settings, started_at, finished_at, c
         "stopped": bool(by_status["untouched"]) and bool(failed_batches),
         "stopped_after_batch": failed_batches[0] if failed_batches and by_status["untouched"] else None,
         "changed": by_status["changed"],
+        "would_change": by_status["would_change"],
         "unchanged": by_status["unchanged"],
         "failed": by_status["failed"] + by_status["refused"],
         "untouched": by_status["untouched"],
+        "not_acted": by_status["not_acted"],
         "hosts": hosts,
     }
 
 
-def _host_list(hosts, limit=8):
+def host_list(hosts, limit=8):
     shown = ", ".join(hosts[:limit])
     return shown + (" and %d more" % (len(hosts) - limit) if len(hosts) > limit else "")
 
 
 def report_summary(report, path=None):
-    """A few lines for the screen."""
-    verb = "would change" if report["check_mode"] else "changed"
-    lines = ["Driver %s: %d %s, %d unchanged, %d failed, %d untouched (batches %s of %s, max_fail_percentage %s)" % (
-        report["mode"], len(report["changed"]), verb, len(report["unchanged"]), len(report["failed"]),
-        len(report["untouched"]), report["batch_sizes"], report["batches"], report["max_fail_percentage"])]
-    for host in report["changed"]:
+    """A few lines for the screen; in check mode each of them says so."""
+    check_mode = report["check_mode"]
+    verb = "would change" if check_mode else "changed"
+    changed = report["would_change"] if check_mode else report["changed"]
+    lines = ["Driver %s%s: %d %s, %d unchanged, %d failed, %d untouched, %d not acted on (batches %s of %s, "
+             "max_fail_percentage %s)" % (
+                 report["mode"], " planned, nothing changed" if check_mode else "", len(changed), verb,
+                 len(report["unchanged"]), len(report["failed"]), len(report["untouched"]), len(report["not_acted"]),
+                 report["batch_sizes"], report["batches"], report["max_fail_percentage"])]
+    for host in changed:
         outcome = report["hosts"][host]
         lines.append("  %s %s: %s -> %s (%s)" % (verb, host, outcome.get("from") or "?", outcome.get("to") or "?",
                                                  outcome.get("action") or "?"))
     for host in report["failed"]:
         lines.append("  FAILED %s: %s" % (host, report["hosts"][host].get("msg") or "see the output above"))
+    for host in report["not_acted"]:
+        lines.append("  NOT ACTED ON %s: refused before any batch (see its message above)" % host)
     if report["stopped"]:
         lines.append("  stopped after batch %s; never touched: %s"
-                     % (report["stopped_after_batch"], _host_list(report["untouched"])))
+                     % (report["stopped_after_batch"], host_list(report["untouched"])))
     if path:
-        lines.append("  report: %s" % path)
-    return lines
+        lines.append("  %s: %s" % ("plan (check mode, not a rollout report)" if check_mode else "report", path))
+    return [CHECK_MODE_MARK + line for line in lines] if check_mode else lines

@@ -18,6 +18,7 @@ import os
 import tempfile
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils import driver_plan as plan
+from ansible_collections.gpufleet.core.plugins.plugin_utils.acting_target import refusal_message
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import report_root, write_atomically
 
 ROLLOUT_MODES = ("rollout", "rollback")
@@ -69,28 +70,69 @@ def policies_by_host(hosts, host_policy, policies):
     return {host: policies[host_policy[host]] for host in hosts}
 
 
-def plan_rollout(hosts, host_policy, policies, mode, report_dir, started_at, stamp):
-    """The rollout's batches and failure limit (shared by every host's policy), and its new state file."""
+def check_policy_gaps(mode, by_host):
+    """RolloutError naming each key of driver that a host's policy lacks for this mode, before any host is
+    contacted."""
+    missing = {}
+    for host in sorted(by_host):
+        for key, why in plan.policy_gaps(mode, by_host[host]):
+            missing.setdefault((key, why), []).append(host)
+    if missing:
+        raise RolloutError("the %s cannot start, no host was contacted: %s. Set it in the hosts' policy "
+                           "(docs/policy.md, driver)" % (mode, "; ".join(
+                               "%s: %s for %d host(s): %s" % (key, why, len(hosts), plan.host_list(hosts))
+                               for (key, why), hosts in sorted(missing.items()))))
+
+
+def not_acted_plan(mode, policy):
+    """What the rollout would have done on a host it refuses (acting_target), for its message."""
+    if mode == "rollback":
+        return "would roll back its driver to the version recorded on it"
+    return "would install driver %s (driver.pin) from package %s" % (policy["driver"]["pin"], policy["driver"]["package"])
+
+
+def not_acted_messages(mode, refused, by_host, check_mode):
+    """{host: message} of the hosts refused before any batch: their plan, why, how to proceed."""
+    mark = plan.CHECK_MODE_MARK if check_mode else ""
+    return {host: mark + refusal_message(host, reason, not_acted_plan(mode, by_host[host]))
+            for host, reason in sorted(refused.items())}
+
+
+def plan_rollout(hosts, host_policy, policies, mode, report_dir, started_at, stamp, refused=None, check_mode=False):
+    """The rollout's batches and failure limit (shared by every host's policy), and its new state file.
+
+    Every host's policy is checked for what the mode needs (driver.pin, driver.package) and the batches; refused:
+    {host: why no role may act on it} (acting_target): those hosts are left out of the batches and reported as not
+    acted on. Without any host left, no state file is made (state_file is null)."""
     if mode not in ROLLOUT_MODES:
         raise RolloutError("mode must be one of %s, got %r" % (", ".join(ROLLOUT_MODES), mode))
     if not hosts:
         raise RolloutError("hosts is empty: no host to roll out to")
+    by_host = policies_by_host(hosts, host_policy, policies)
     try:
-        settings = plan.rollout_settings(policies_by_host(hosts, host_policy, policies))
+        settings = plan.rollout_settings(by_host)
     except (KeyError, TypeError) as error:
         raise RolloutError("a checked policy has no driver.rollout batches and max_fail_percentage (%s)" % error)
     except ValueError as error:
         raise RolloutError(str(error))
+    check_policy_gaps(mode, by_host)
+    refused = {host: reason for host, reason in (refused or {}).items() if reason and host in by_host}
+    targets = [host for host in hosts if host not in refused]
+    not_acted = not_acted_messages(mode, refused, by_host, check_mode)
+    result = {"mode": mode, "planned": targets, "not_acted": not_acted, "settings": settings,
+              "batches": settings["batches"], "max_fail_percentage": settings["max_fail_percentage"],
+              "batch_sizes": plan.batch_sizes(len(targets), settings["batches"]), "state_file": None,
+              "started_at": started_at}
+    if not targets:
+        return result
     folder = report_root(report_dir)
     os.makedirs(folder, mode=REPORT_FOLDER_MODE, exist_ok=True)
-    state = {"version": STATE_VERSION, "mode": mode, "planned": list(hosts), "settings": settings,
-             "report_root": folder, "started_at": started_at, "batch": 0, "stopped": False, "outcomes": {}}
-    path = new_state_file(folder, mode, stamp)
-    write_state(path, state)
-    return {"mode": mode, "planned": state["planned"], "settings": settings, "batches": settings["batches"],
-            "max_fail_percentage": settings["max_fail_percentage"],
-            "batch_sizes": plan.batch_sizes(len(hosts), settings["batches"]), "state_file": path,
-            "started_at": started_at}
+    state = {"version": STATE_VERSION, "mode": mode, "planned": targets, "settings": settings,
+             "report_root": folder, "started_at": started_at, "batch": 0, "stopped": False, "outcomes": {},
+             "not_acted": not_acted}
+    result["state_file"] = new_state_file(folder, mode, stamp)
+    write_state(result["state_file"], state)
+    return result
 
 
 def start_batch(path, hosts):
@@ -136,12 +178,17 @@ def report_json(report):
     return json.dumps(report, indent=4, sort_keys=True, separators=(",", ": ")) + "\n"
 
 
+def report_name(mode, stamp, check_mode):
+    """driver-<mode>-<stamp>.json; in check mode driver-<mode>-<stamp>-check.json, never taken for a rollout."""
+    return "driver-%s-%s%s.json" % (mode, stamp, "-check" if check_mode else "")
+
+
 def write_report(path, finished_at, stamp, check_mode):
-    """Writes <report root>/driver-<mode>-<stamp>.json atomically and removes the state file."""
+    """Writes the report (report_name) atomically in the report folder and removes the state file."""
     state = read_state(path)
     report = plan.rollout_report(state["mode"], state["planned"], state["outcomes"], state["settings"],
-                                 state["started_at"], finished_at, check_mode)
-    report_path = os.path.join(state["report_root"], "driver-%s-%s.json" % (state["mode"], stamp))
+                                 state["started_at"], finished_at, check_mode, state.get("not_acted"))
+    report_path = os.path.join(state["report_root"], report_name(state["mode"], stamp, check_mode))
     write_atomically(report_path, report_json(report), mode=REPORT_MODE)
     os.unlink(path)
     return {"report": report, "path": report_path, "summary": plan.report_summary(report, report_path)}

@@ -13,7 +13,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import FI
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import severity_rank
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
 
-REMEDIATION_VERSION = "1.1"  # 1.1: not_compared
+REMEDIATION_VERSION = "1.2"  # 1.1: not_compared; 1.2: not_acted
 # Findings remediate.yml repairs with a role it otherwise leaves to driver_rollout.yml: a kernel module
 # and userspace library that differ get the driver role's verified reboot or module reload.
 REPAIRED_RULES = {"driver.kernel_userspace_mismatch": "driver"}
@@ -49,9 +49,11 @@ def not_in_both(before, after):
     return set(before["hosts"]) ^ set(after["hosts"])
 
 
-def compare(before, after, not_converged=()):
+def compare(before, after, not_converged=(), not_acted=None):
     """The remediation record: cleared, remaining (with why), and new findings; not_compared: the findings of
-    hosts only one of the two runs audited."""
+    hosts only one of the two runs audited. not_acted: {host: message} of the hosts remediate.yml refused to act
+    on (plugin_utils/acting_target.py)."""
+    not_acted = dict(not_acted or {})
     outside = not_in_both(before, after)
     before_keys = {finding_key(f): f for f in before["findings"] if f["host"] not in outside}
     after_keys = {finding_key(f): f for f in after["findings"] if f["host"] not in outside}
@@ -65,7 +67,9 @@ def compare(before, after, not_converged=()):
         if key not in after_keys and key[0] not in unread_after:
             continue
         entry = _brief(after_keys.get(key) or before_keys[key])
-        if entry["host"] in not_converged:
+        if entry["host"] in not_acted:
+            entry["why"] = "no role acted on this host: the run refused it (not_acted in remediation.json says why)"
+        elif entry["host"] in not_converged:
             entry["why"] = "the host was not converged (its remediation failed or it was unreachable)"
         elif entry["fix"] in REMEDIATION_ROLES or entry["rule"] in REPAIRED_RULES:
             entry["why"] = "the %s role ran but the finding remains: see the run's output" % entry["fix"]
@@ -82,6 +86,7 @@ def compare(before, after, not_converged=()):
         "before": before["run"]["id"],
         "after": after["run"]["id"],
         "not_converged": sorted(not_converged),
+        "not_acted": {host: not_acted[host] for host in sorted(not_acted)},
         "cleared": cleared,
         "remaining": remaining,
         "new": new,
@@ -120,4 +125,6 @@ def render_summary(record, limit=12):
             len(record["not_compared"]), ", ".join(sorted({entry["host"] for entry in record["not_compared"]}))))
     if record["not_converged"]:
         lines.append("Not converged: %s" % ", ".join(record["not_converged"]))
+    if record.get("not_acted"):
+        lines.append("Not acted on (refused, see above): %s" % ", ".join(record["not_acted"]))
     return "\n".join(lines)

@@ -19,7 +19,7 @@ import hashlib
 import html
 import json
 
-from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYER_ORDER, LAYERS, SEVERITIES
+from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYER_ORDER, LAYERS, NO_FAILURE, SEVERITIES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_html_timeline import timeline_section
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import HOST_STATUSES, REPORT_VERSION
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_text, visible_json_strings
@@ -429,8 +429,8 @@ def page_header(report):
     summary = report["summary"]
     verdict = ('<span class="verdict fail">FAIL: findings at or above %s</span>' % esc(summary["fail_severity"])
                if summary["failed_threshold"] else
-               '<span class="verdict pass">PASS: findings never fail this run</span>'
-               if summary["fail_severity"] == "none" else
+               '<span class="verdict">NOT JUDGED: findings never fail this run</span>'
+               if run.get("fail_severity") == NO_FAILURE else
                '<span class="verdict pass">PASS: nothing at or above %s</span>' % esc(summary["fail_severity"]))
     status = run.get("status") or "complete"
     verdict += '<span class="verdict run-%s" title="%s">%s run</span>' % (

@@ -10,7 +10,7 @@ import textwrap
 
 import os
 
-from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYERS, SEVERITIES
+from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYERS, NO_FAILURE, SEVERITIES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.report_history import terminal_lines as history_lines
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_line, safe_text
 
@@ -93,8 +93,10 @@ def run_status_line(report):
 def verdict(report):
     summary = report["summary"]
     threshold = summary["fail_severity"]
-    if threshold not in SEVERITIES:
-        return "Result: PASS - fail_severity is %s: findings never fail the run" % threshold
+    # summary.fail_severity names a real severity even when run.fail_severity is none
+    if report["run"].get("fail_severity") == NO_FAILURE or threshold not in SEVERITIES:
+        counts = ", ".join("%d %s" % (summary["by_severity"][sev], sev) for sev in SEVERITIES)
+        return "Result: NOT JUDGED - fail_severity is none: findings never fail this run (%s)" % counts
     at_or_above = sum(summary["by_severity"][sev] for sev in SEVERITIES[:SEVERITIES.index(threshold) + 1])
     if summary["failed_threshold"]:
         return "Result: FAIL - %d finding(s) at or above %s" % (at_or_above, threshold)

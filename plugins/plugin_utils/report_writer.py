@@ -230,8 +230,9 @@ def hashed_file_name(host):
 
 def facts_file_text(facts):
     """A facts file's text: compact, keys sorted (indenting makes the encoder several times slower, and a fleet
-    writes thousands of these; jq . facts/<host>.json reads one)."""
-    return json.dumps(facts, sort_keys=True, separators=(",", ":")) + "\n"
+    writes thousands of these; jq . facts/<host>.json reads one). Strict JSON: NaN or Infinity raises ValueError
+    (facts_validation refuses them before they get here)."""
+    return json.dumps(facts, sort_keys=True, separators=(",", ":"), allow_nan=False) + "\n"
 
 
 def write_facts_file(path, facts, mode=None, text=None):

@@ -71,7 +71,10 @@ def test_check_mode_then_rollout_in_batches_then_nothing_left_to_change(driver_f
     run, report = rollout(fleet, check=True)
     assert run.rc == 0, run.output()
     assert versions(fleet) == before
-    assert report["check_mode"] is True and report["changed"] == fleet.hosts and report["failed"] == []
+    # check mode: a plan, never a report as if it had run (driver-rollout-<time>-check.json, would_change)
+    assert report["check_mode"] is True and report["would_change"] == fleet.hosts and report["changed"] == []
+    assert report["failed"] == [] and report["not_acted"] == []
+    assert "[check mode] Driver rollout planned, nothing changed: 4 would change" in run.stdout
 
     log = hook_log()
     run, report = rollout(fleet, hook_policy(log))

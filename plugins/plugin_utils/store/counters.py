@@ -2,11 +2,16 @@
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Each GPU's cumulative error counters, read once per run from the facts: the store writes them
-(gpu_counters) and the trend rules compare them with the previous run (rules_history.py)."""
+(gpu_counters) and the trend rules compare them with the previous run (rules_history.py).
+
+A counter is stored in a signed 64-bit column (SQLite INTEGER, PostgreSQL BIGINT). Each count of the facts fits
+(facts_validation refuses larger ones), but a sum of them (retired pages, NVLink errors over every link) may not:
+a sum beyond the column's range is stored as its largest value, 2^63-1 (docs/store.md)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import INT64_MAX
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.identity import gpu_key
 
 COUNTER_COLUMNS = ("ecc_corrected", "retired_pages", "remapped_rows", "pcie_replays", "nvlink_errors")
@@ -15,17 +20,15 @@ COUNTER_COLUMNS = ("ecc_corrected", "retired_pages", "remapped_rows", "pcie_repl
 def total(values):
     """The sum of the integers among values (booleans are not counts), None when there is none."""
     counts = [value for value in values if type(value) is int]  # pylint: disable=unidiomatic-typecheck
-    return sum(counts) if counts else None  # (type() is int: a boolean is not a count)
+    return min(sum(counts), INT64_MAX) if counts else None  # (type() is int: a boolean is not a count)
 
 
 def nvlink_total(gpu):
-    counts = [value for link in gpu.get("nvlinks") or () for value in (link.get("errors") or {}).values()
-              if type(value) is int]  # pylint: disable=unidiomatic-typecheck
-    return sum(counts) if counts else None
+    return total(value for link in gpu.get("nvlinks") or () for value in (link.get("errors") or {}).values())
 
 
 def count(value):
-    return value if type(value) is int else None  # pylint: disable=unidiomatic-typecheck
+    return min(value, INT64_MAX) if type(value) is int else None  # pylint: disable=unidiomatic-typecheck
 
 
 def gpu_counters(gpu):

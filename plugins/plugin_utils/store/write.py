@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import math
 import os
 import zlib
 
@@ -20,13 +21,28 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import 
 UNSCOPED = "all"
 
 
-ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str, allow_nan=False)
 
 
 def dumps(value):
     """Compact JSON with sorted keys; one encoder for every document of a run (json.dumps with options
-    builds a new one per call)."""
-    return ENCODER.encode(value)
+    builds a new one per call). Strict JSON: a NaN or Infinity (which no host's facts hold, facts_validation
+    refuses them, but a computed value might) is stored as null, never as text a strict reader refuses."""
+    try:
+        return ENCODER.encode(value)
+    except ValueError:
+        return ENCODER.encode(finite_only(value))
+
+
+def finite_only(value):
+    """value with every NaN and Infinity replaced by None, in dicts, lists and tuples at any depth."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite_only(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_only(item) for item in value]
+    return value
 
 
 def scope_key(run):

@@ -13,22 +13,24 @@ from ansible.plugins.filter.core import to_nice_json
 
 from ansible_collections.gpufleet.core.plugins.action.driver_rollout import ActionModule, run_step
 from ansible_collections.gpufleet.core.plugins.plugin_utils import driver_rollout as R
+from ansible_collections.gpufleet.core.plugins.plugin_utils.acting_target import HOW_TO_PROCEED
 from tests.support.driver_plan_builders import policy
 
 NOW = calendar.timegm((2026, 12, 1, 12, 0, 0, 0, 0, 0))
 HOSTS = ["h1", "h2", "h3", "h4"]
+PIN = "550.127.05"
 
 
 def checked(hosts, policies_by_name=None, assignment=None):
     """policy_check's host_policy and policies: every host on one policy unless told otherwise."""
-    policies = policies_by_name or {"p0": policy()}
+    policies = policies_by_name or {"p0": policy(pin=PIN)}
     host_policy = assignment or dict.fromkeys(hosts, "p0")
     return host_policy, policies
 
 
 def step(name, **args):
     args = dict({"step": name, "hosts": None, "policies": None, "host_policy": None, "mode": "rollout",
-                 "report_dir": None, "state_file": None, "outcomes": None}, **args)
+                 "report_dir": None, "state_file": None, "outcomes": None, "refused": {}}, **args)
     return args
 
 
@@ -60,8 +62,8 @@ def test_two_rollouts_started_in_the_same_second_keep_their_own_state(tmp_path, 
 
 
 def test_policies_that_differ_on_the_batches_are_refused_naming_the_hosts(tmp_path):
-    slow = policy(rollout={"batches": [1, 1]})
-    host_policy, policies = checked(["a", "b"], {"p0": policy(), "p1": slow}, {"a": "p0", "b": "p1"})
+    slow = policy(pin=PIN, rollout={"batches": [1, 1]})
+    host_policy, policies = checked(["a", "b"], {"p0": policy(pin=PIN), "p1": slow}, {"a": "p0", "b": "p1"})
     with pytest.raises(R.RolloutError, match=r"differ between the hosts of this rollout .*: a.*: b"):
         run_step(step("plan", hosts=["a", "b"], host_policy=host_policy, policies=policies,
                       report_dir=str(tmp_path)), False, now=NOW)
@@ -76,7 +78,7 @@ def test_policies_that_differ_on_the_batches_are_refused_naming_the_hosts(tmp_pa
 ])
 def test_bad_plan_input_is_named(tmp_path, hosts, host_policy, mode, message):
     with pytest.raises(R.RolloutError, match=message):
-        run_step(step("plan", hosts=hosts, host_policy=host_policy, policies={"p0": policy()}, mode=mode,
+        run_step(step("plan", hosts=hosts, host_policy=host_policy, policies={"p0": policy(pin=PIN)}, mode=mode,
                       report_dir=str(tmp_path)), False, now=NOW)
 
 
@@ -121,7 +123,12 @@ def test_the_report_file_is_what_to_nice_json_wrote_and_says_check_mode(planned)
     with open(written["path"]) as handle:
         text = handle.read()
     assert text == to_nice_json(written["report"]) + "\n"
-    assert json.loads(text)["check_mode"] is True and json.loads(text)["changed"] == HOSTS
+    assert os.path.basename(written["path"]) == "driver-rollout-20261201T120000Z-check.json"
+    report = json.loads(text)
+    assert report["check_mode"] is True and report["would_change"] == HOSTS and report["changed"] == []
+    assert {report["hosts"][host]["status"] for host in HOSTS} == {"would_change"}
+    assert all(line.startswith("[check mode] ") for line in written["summary"]), written["summary"]
+    assert written["summary"][0].startswith("[check mode] Driver rollout planned, nothing changed: 4 would change")
     assert [json.loads(text)["hosts"][host]["batch"] for host in HOSTS] == [1, 2, 3, 3]
     assert stat.S_IMODE(os.stat(written["path"]).st_mode) == 0o644 & ~current_umask()
 
@@ -198,3 +205,70 @@ def test_a_batch_that_failed_beyond_the_limit_stops_the_rollout_without_failing_
                     "outcomes": {"h1": {"status": "failed", "batch": 1, "msg": "1 of 2 GPUs present"}}}).run(task_vars={})
     assert not ended.get("failed") and ended["stopped"] is True and ended["failed_hosts"] == ["h1"]
     assert action({"step": "start_batch", "state_file": state_file, "hosts": ["h2"]}).run(task_vars={})["stopped"] is True
+
+
+# Checked before any host is contacted: what the mode needs of each host's policy; hosts no role may act on
+
+
+@pytest.mark.parametrize("driver, mode, keys", [
+    ({}, "rollout", ["driver.pin"]),
+    ({"package": None, "pin": PIN}, "rollout", ["driver.package"]),
+    ({"package": None}, "rollout", ["driver.package", "driver.pin"]),
+    ({"package": None}, "rollback", ["driver.package"]),
+])
+def test_a_policy_without_what_the_mode_needs_stops_the_plan_naming_the_key_and_writes_nothing(
+        tmp_path, driver, mode, keys):
+    host_policy, policies = checked(["a", "b"], {"p0": policy(**driver)})
+    with pytest.raises(R.RolloutError) as raised:
+        run_step(step("plan", hosts=["a", "b"], host_policy=host_policy, policies=policies, mode=mode,
+                      report_dir=str(tmp_path / "reports")), False, now=NOW)
+    message = str(raised.value)
+    assert message.startswith("the %s cannot start, no host was contacted: " % mode)
+    assert [key for key in ("driver.package", "driver.pin") if "%s: the policy sets no" % key in message] == keys
+    assert "for 2 host(s): a, b" in message
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_a_rollback_needs_no_pin(tmp_path):
+    host_policy, policies = checked(["a"], {"p0": policy()})
+    planned = run_step(step("plan", hosts=["a"], host_policy=host_policy, policies=policies, mode="rollback",
+                            report_dir=str(tmp_path)), False, now=NOW)
+    assert planned["planned"] == ["a"] and planned["state_file"]
+
+
+REPLAYED = "its facts are replayed from a recorded fixture (gpufleet_facts_source=replay), not read from a machine"
+
+
+def test_refused_hosts_stay_out_of_the_batches_and_the_report_says_why_with_their_plan(tmp_path):
+    host_policy, policies = checked(HOSTS)
+    planned = run_step(step("plan", hosts=HOSTS, host_policy=host_policy, policies=policies,
+                            report_dir=str(tmp_path), refused={"h1": "", "h2": REPLAYED}), False, now=NOW)
+    assert planned["planned"] == ["h1", "h3", "h4"] and planned["batch_sizes"] == [1, 1, 1]
+    assert planned["not_acted"] == {"h2": (
+        "h2: not acted on, plan only: would install driver 550.127.05 (driver.pin) from package "
+        "gpufleet-nvidia-driver. Refused because %s. %s" % (REPLAYED, HOW_TO_PROCEED))}
+    path = planned["state_file"]
+    for batch, hosts in enumerate((["h1"], ["h3"], ["h4"]), 1):
+        run_step(step("start_batch", state_file=path, hosts=hosts), False)
+        run_step(step("end_batch", state_file=path, outcomes={host: changed(batch, host) for host in hosts}), False)
+    with pytest.raises(R.RolloutError, match="h2 not planned by this rollout"):
+        run_step(step("start_batch", state_file=path, hosts=["h2"]), False)
+    written = run_step(step("report", state_file=path), False, now=NOW)
+    report = written["report"]
+    assert report["changed"] == ["h1", "h3", "h4"] and report["not_acted"] == ["h2"]
+    assert report["hosts"]["h2"] == {"status": "not_acted", "msg": planned["not_acted"]["h2"]}
+    assert "  NOT ACTED ON h2: refused before any batch (see its message above)" in written["summary"]
+    assert written["summary"][0].startswith("Driver rollout: 3 changed, 0 unchanged, 0 failed, 0 untouched, "
+                                            "1 not acted on")
+
+
+def test_with_every_host_refused_there_is_nothing_to_roll_out_and_no_file_and_check_mode_says_so(tmp_path):
+    host_policy, policies = checked(["h1", "h2"])
+    planned = run_step(step("plan", hosts=["h1", "h2"], host_policy=host_policy, policies=policies,
+                            report_dir=str(tmp_path / "reports"), refused=dict.fromkeys(["h1", "h2"], REPLAYED)),
+                       True, now=NOW)
+    assert planned["planned"] == [] and planned["state_file"] is None and planned["batch_sizes"] == []
+    assert sorted(planned["not_acted"]) == ["h1", "h2"]
+    assert all(message.startswith("[check mode] %s: not acted on, plan only: " % host)
+               for host, message in planned["not_acted"].items())
+    assert os.listdir(str(tmp_path)) == []

@@ -7,32 +7,56 @@ import base64
 import copy
 import json
 import os
+import subprocess
+import sys
 import zlib
 
 import pytest
 
 from ansible_collections.gpufleet.core.plugins.action import gpu_facts as action_module
 from ansible_collections.gpufleet.core.plugins.action.gpu_facts import ActionModule
+from ansible_collections.gpufleet.core.plugins.module_utils.bmc_collect import new_bmc
+from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts, new_gpu
 from ansible_collections.gpufleet.core.plugins.action.run_folder import ActionModule as RunFolder
-from ansible_collections.gpufleet.core.plugins.plugin_utils import audit_run, report_writer
+from ansible_collections.gpufleet.core.plugins.plugin_utils import audit_run, facts_validation, report_writer
+from ansible_collections.gpufleet.core.plugins.plugin_utils.facts_validation import SCHEMA_PATH
 from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_fleet
 from ansible_collections.gpufleet.core.plugins.plugin_utils.fleet_view import fleet_view
 from ansible_collections.gpufleet.core.plugins.plugin_utils.host_diagnosis import policy_digest
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
 from tests.support.bmc_samples import SDR_ELIST, SEL_ELIST
+from tests.support.schema_check import ROOT
 from tests.unit.plugins.action.test_audit_verdict import mode_of, umask  # noqa: F401 pylint: disable=unused-import
+from tests.unit.plugins.plugin_utils.test_facts_validation import replaced
 
 HOST = "gpu-h100-ok-01"
 PASSWORD = "bmc-Secret-17"
-FACTS = {
-    "schema_version": "1.9",
-    "nvidia_present": True,
-    "collection": {"status": "complete", "reasons": []},
-    "driver": {"version": "550.90.07", "cuda_version": "12.4"},
-    "gpus": [{"index": 0, "uuid": "GPU-0a", "name": "NVIDIA H100 80GB HBM3", "temperature_c": 41.0, "notes": "é ✓"}],
-    "bmc": {"source": "in_band", "status": "no_device", "errors": []},
-    "errors": [],
-}
+
+
+def host_facts():
+    """Facts of the schema's shape (the action refuses any other): one GPU with a critical finding, and a name
+    outside ASCII for the facts file's encoding."""
+    facts = new_facts()
+    facts.update(nvidia_present=True, source="nvml", collected_at="2026-12-01T06:00:00Z", gather_subset=["driver", "gpus"],
+                 bmc=new_bmc("in_band"))
+    facts["driver"].update(version="550.90.07", cuda_driver_version="12.4")
+    gpu = new_gpu(0)
+    gpu.update(uuid="GPU-0a", name="NVIDIA H100 80GB HBM3 é ✓")
+    gpu["temperature"]["gpu_c"] = 41
+    gpu["ecc"]["volatile_uncorrected"] = 2
+    facts["gpus"] = [gpu]
+    return facts
+
+
+FACTS = host_facts()
+
+
+@pytest.fixture(autouse=True)
+def clock_in_step(monkeypatch):
+    """The fixture's collected_at is days before the test runs: the host clock's offset is left out here, so the
+    facts file is FACTS byte for byte (the offset's own tests: test_rules_clock.py)."""
+    monkeypatch.setattr(action_module, "measured_offset", lambda collected_at, sent, answered: None)
+
 MODULE_RESULT = {"changed": False, "ansible_facts": {"gpufleet": FACTS}}
 
 
@@ -156,7 +180,7 @@ def test_with_the_policy_the_host_is_diagnosed_in_the_worker_and_the_report_read
     assert diagnosis["policy"] == policy_digest(policy)
     assert diagnosis["findings"] == diagnose_fleet({HOST: FACTS}, {HOST: policy})[HOST] != []
     assert diagnosis["view"] == fleet_view(FACTS)
-    assert diagnosis["line"] == "%s: ok source=None driver=550.90.07 cuda=? gpus=1 [NVIDIA H100 80GB HBM3]" % HOST
+    assert diagnosis["line"] == "%s: ok source=nvml driver=550.90.07 cuda=12.4 gpus=1 [NVIDIA H100 80GB HBM3 é ✓]" % HOST
     assert audit_run.worker_diagnoses({HOST: result}, {HOST: policy}) == {
         HOST: (diagnosis["findings"], diagnosis["view"], diagnosis["line"])}
 
@@ -212,6 +236,34 @@ def test_a_hosts_own_facts_file_or_store_extract_keys_are_dropped(tmp_path, args
         assert "gpufleet_facts_file" not in result and "gpufleet_store_extract" not in result
     assert "gpufleet_diagnosis" not in result
     assert result["ansible_facts"]["gpufleet"] == FACTS
+
+
+def facts_with(path, value):
+    """FACTS with the value at path (keys and list positions) replaced."""
+    return replaced(FACTS, path, value)
+
+
+@pytest.mark.parametrize("path, value, named", [
+    (("gpus", 0, "temperature", "gpu_c"), "45,5", "gpus[0].temperature.gpu_c: '45,5' is not integer or null"),
+    (("gpus", 0, "name"), 42, "gpus[0].name: 42 is not string or null"),
+    (("gpus", 0, "power", "draw_w"), float("nan"), "gpus[0].power.draw_w: nan is not a finite number"),
+    (("collection_seconds",), float("inf"), "collection_seconds: inf is not a finite number"),
+    (("gpus", 0, "ecc", "aggregate_corrected"), 2 ** 64 - 1,
+     "gpus[0].ecc.aggregate_corrected: 18446744073709551615 is outside the signed 64-bit range"),
+    (("gpus", 0, "memory", "total_mib"), 1e30, "gpus[0].memory.total_mib: 1e+30 is not integer or null"),
+    (("driver",), None, "driver: None is not object"),
+])
+def test_facts_that_do_not_match_the_schema_are_the_hosts_failed_collection(tmp_path, path, value, named):
+    """One host's facts of the wrong shape are refused in its worker: its collection fails with what is wrong,
+    no facts file, store extract or diagnosis is made of them, and they leave the result."""
+    result, _calls = run_action({"run_dir": str(tmp_path), "policy": validate_policy({})},
+                                module_result={"changed": False, "ansible_facts": {"gpufleet": facts_with(path, value)}})
+    assert result["failed"] is True and named in result["msg"], result.get("msg")
+    assert "gpu_facts.schema.json" in result["msg"]
+    assert "ansible_facts" not in result
+    assert not {"gpufleet_facts_file", "gpufleet_store_extract", "gpufleet_diagnosis"} & set(result)
+    assert not (tmp_path / "facts").exists()
+    assert audit_run.host_status(HOST, result, str(tmp_path / "facts"))[0]["status"] == "failed"
 
 
 def test_without_run_dir_nothing_is_written(tmp_path, monkeypatch):
@@ -352,3 +404,23 @@ def test_a_run_folder_that_cannot_be_made_fails_and_names_the_folder_proposed(tm
     result = run_folder(proposed)
     assert result["failed"] is True and "Not a directory" in result["msg"] and "path" not in result
     assert result["ansible_facts"]["gpufleet_run_dir"] == proposed
+
+
+def test_the_facts_schema_is_compiled_before_the_workers_fork():
+    """The action's module is imported in ansible-playbook's main process: each host's worker, a fork of it, finds
+    the schema's checks compiled."""
+    code = ("from ansible_collections.gpufleet.core.plugins.action import gpu_facts\n"
+            "from ansible_collections.gpufleet.core.plugins.plugin_utils import facts_validation\n"
+            "print(sorted(facts_validation._CHECKERS))\n")
+    printed = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "collections")),
+                             capture_output=True, text=True, check=True).stdout
+    assert printed == "[%r]\n" % SCHEMA_PATH
+
+
+def test_a_facts_schema_that_cannot_be_read_takes_no_facts_unchecked(monkeypatch, tmp_path):
+    monkeypatch.setattr(facts_validation, "_CHECKERS", {})
+    monkeypatch.setattr(facts_validation, "SCHEMA_PATH", str(tmp_path / "missing.json"))
+    monkeypatch.setattr(facts_validation.facts_checker, "__defaults__", (str(tmp_path / "missing.json"),))
+    result, _calls = run_action({"run_dir": str(tmp_path)})
+    assert result["failed"] is True and "the facts schema could not be read" in result["msg"]
+    assert "missing.json" in result["msg"] and "ansible_facts" not in result

@@ -70,3 +70,42 @@ def test_a_key_that_names_no_file_inside_facts_is_not_trusted(tmp_path):
         entry, _facts = audit_run.host_status("gpu-01", registered(named), str(facts_dir), "gpu-01")
         assert entry["facts_file"] == "facts/gpu-01.json"
         assert json.loads((facts_dir / "gpu-01.json").read_text(encoding="utf-8")) == FACTS
+
+
+def test_facts_that_strict_json_cannot_hold_fail_their_host_only_and_no_file_holds_them(tmp_path):
+    """Facts no worker checked (facts_validation) with a NaN: that host's collection failed, with why; the others'
+    facts files are written, and every facts file is strict JSON."""
+    odd = registered()
+    odd["ansible_facts"]["gpufleet"]["collection_seconds"] = float("nan")
+    report, run_dir = audit(tmp_path, {"gpu-01": registered(), "gpu-02": odd})
+    assert report["hosts"]["gpu-02"]["status"] == "failed" and report["hosts"]["gpu-02"]["facts_file"] is None
+    assert "cannot be written as JSON: Out of range float values are not JSON compliant" in (
+        report["hosts"]["gpu-02"]["message"])
+    assert report["hosts"]["gpu-01"]["status"] == "ok" and report["run"]["status"] == "complete"
+    assert os.listdir(os.path.join(run_dir, "facts")) == ["gpu-01.json"]
+
+    def refuse(constant):
+        raise ValueError(constant)
+    with open(os.path.join(run_dir, "facts", "gpu-01.json"), encoding="utf-8") as stream:
+        assert json.loads(stream.read(), parse_constant=refuse) == FACTS
+
+
+def test_facts_a_rule_fails_on_fail_their_host_only(tmp_path, monkeypatch):
+    """Facts of the schema's shape that still make a rule raise: that host's collection failed with the reason,
+    the other host diagnosed and every report written."""
+    real_host = audit_run.FleetDiagnosis.host
+
+    def failing_on_gpu_02(self, host, facts):
+        if host == "gpu-02":
+            raise KeyError("index")
+        return real_host(self, host, facts)
+    monkeypatch.setattr(audit_run.FleetDiagnosis, "host", failing_on_gpu_02)
+    report, run_dir = audit(tmp_path, {"gpu-01": registered(), "gpu-02": registered()})
+    assert report["hosts"]["gpu-02"]["status"] == "failed" and report["hosts"]["gpu-02"]["facts_file"] is None
+    assert report["hosts"]["gpu-02"]["message"] == (
+        "the host's facts could not be diagnosed (KeyError: 'index'); report this with its facts")
+    assert report["hosts"]["gpu-01"]["status"] == "ok" and report["run"]["status"] == "complete"
+    assert sorted(os.listdir(run_dir)) == ["facts", "gpufleet.prom", "hosts.txt", "junit.xml", "report.html",
+                                           "report.json"]
+    with open(os.path.join(run_dir, "hosts.txt"), encoding="utf-8") as stream:
+        assert "gpu-02: FAILED - the host's facts could not be diagnosed" in stream.read()

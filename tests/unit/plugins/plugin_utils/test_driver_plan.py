@@ -188,7 +188,7 @@ def test_report_says_which_hosts_changed_failed_and_were_never_touched():
     assert (report["changed"], report["failed"], report["untouched"]) == (["h1"], ["h2"], ["h3", "h4"])
     assert report["stopped"] is True and report["stopped_after_batch"] == 2 and report["batch_sizes"] == [1, 1, 2]
     lines = D.report_summary(report, "/r/driver.json")
-    assert lines[0] == ("Driver rollout: 1 changed, 0 unchanged, 1 failed, 2 untouched "
+    assert lines[0] == ("Driver rollout: 1 changed, 0 unchanged, 1 failed, 2 untouched, 0 not acted on "
                         "(batches [1, 1, 2] of [1, '10%', '100%'], max_fail_percentage 0)")
     assert "  changed h1: 550.90.07 -> 550.127.05 (install)" in lines
     assert "  FAILED h2: 1 of 2 GPUs present" in lines

@@ -59,6 +59,18 @@ def test_a_host_the_second_audit_could_not_read_has_nothing_cleared():
     assert record["not_converged"] == ["b"]
 
 
+def test_a_host_the_run_refused_to_act_on_never_reads_as_a_role_that_ran():
+    refused = "c: not acted on, plan only: would run driver, gpu_settings. Refused because its facts are replayed."
+    record = compare(BEFORE, report("r2", BEFORE["findings"], {"a": "ok", "b": "ok", "c": "ok"}),
+                     not_acted={"c": refused})
+    assert record["remediation_version"] == "1.2" and record["not_acted"] == {"c": refused}
+    why = {(f["host"], f["rule"]): f["why"] for f in record["remaining"]}
+    assert why[("c", "driver.kernel_userspace_mismatch")] == why[("c", "driver.persistence_mode")] == (
+        "no role acted on this host: the run refused it (not_acted in remediation.json says why)")
+    assert why[("a", "workload.restart_policy")].startswith("the restart_policy role ran")
+    assert "Not acted on (refused, see above): c" in render_summary(record).splitlines()
+
+
 def test_a_host_the_compared_run_did_not_audit_is_never_cleared():
     # the folder compared with audited a and b only (--limit); the later run audited a and c
     before = report("r1", [finding("b", "hardware.row_remap", None, "0000:07:00.0", "critical"),

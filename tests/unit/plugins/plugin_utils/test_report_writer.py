@@ -369,6 +369,28 @@ def test_terminal_pass_and_host_text_on_one_line():
     assert "Result: PASS - no finding at or above critical" in text.splitlines()
 
 
+def report_judged_by_none(inputs):
+    """A report as audit_run makes it with fail_severity none (remediate.yml's first audit): the summary names a
+    real severity for the counts, the run keeps none."""
+    run, hosts, findings, causes = inputs
+    report = build_report(dict(run, fail_severity="critical"), hosts, findings, causes)
+    report["summary"]["failed_threshold"] = False
+    report["run"]["fail_severity"] = "none"
+    return report
+
+
+def test_terminal_says_not_judged_never_pass_over_critical_findings_when_fail_severity_is_none():
+    report = report_judged_by_none(demo_like_inputs())
+    assert report["summary"]["by_severity"]["critical"] > 0
+    lines = render_terminal(report).splitlines()
+    result = [line for line in lines if line.startswith("Result: ")]
+    by_severity = report["summary"]["by_severity"]
+    assert result == ["Result: NOT JUDGED - fail_severity is none: findings never fail this run "
+                      "(%d critical, %d warning, %d info)" % (by_severity["critical"], by_severity["warning"],
+                                                             by_severity["info"])]
+    assert "PASS" not in render_html(report)
+
+
 # report.html (browser checks are in test_report_html_chromium.py)
 
 
