@@ -439,13 +439,12 @@ def card_causes(findings_by_host, fleet=None):
     """fleet (FleetGroups): when given, each card cause keeps the hypotheses its symptoms were weighed on."""
     cards = {}
     for host, findings in sorted(findings_by_host.items()):
+        _follow_explained_repeats(findings)
         for finding in findings:
             if _points_at_card(finding):
                 cards.setdefault(_card_key(host, finding), []).append((host, finding))
-        for finding in _repeat_riders(findings):
-            key = _card_key(host, finding)
-            if key in cards:
-                cards[key].append((host, finding))
+        for repeat, finding in _repeat_riders(findings):
+            cards[_card_key(host, repeat)].append((host, finding))
     symptoms = _symptom_hosts(findings_by_host) if fleet is not None and cards else {}
     causes = []
     for key, entries in sorted(cards.items()):
@@ -466,13 +465,34 @@ def _points_at_card(finding):
     return finding.get("rule") == APP_REPEAT_RULE or (finding.get("rule") in CARD_RULES and _xid(finding) is not None)
 
 
-def _repeat_riders(findings):
-    """The findings of the Xids a hardware.xid_app_repeat finding of the same GPU counts (workload.xid ...) that no
-    earlier step explained: they are the same faults, and go with the card cause."""
-    repeated = {(finding.get("gpu"), entry.get("xid")) for finding in findings if _points_at_card(finding)
-                and finding.get("rule") == APP_REPEAT_RULE for entry in finding["evidence"].get("xids") or ()}
+def _repeated_xid_findings(repeat, findings):
+    """The findings of the Xids a hardware.xid_app_repeat finding counts, on its GPU (workload.xid ...)."""
+    xids = {entry.get("xid") for entry in repeat["evidence"].get("xids") or ()}
     return [finding for finding in findings if finding.get("rule") not in CARD_RULES + (APP_REPEAT_RULE,)
-            and (finding.get("gpu"), _xid(finding)) in repeated and not _explained(finding)]
+            and finding.get("gpu") == repeat.get("gpu") and _xid(finding) in xids]
+
+
+def _follow_explained_repeats(findings):
+    """A repeat whose Xids an earlier step explained (a driver version, how work is packed) goes with that cause."""
+    for repeat in findings:
+        if repeat.get("rule") != APP_REPEAT_RULE or _explained(repeat):
+            continue
+        counted = _repeated_xid_findings(repeat, findings)
+        if counted and all(_explained(finding) for finding in counted):
+            _mark([repeat], counted[0]["evidence"]["explained_by"])
+
+
+def _repeat_riders(findings):
+    """[(repeat, finding)]: for each hardware.xid_app_repeat finding that points at its card, the findings of the
+    Xids it counts on its GPU (workload.xid ...) that no earlier step explained: the same faults, the same cause."""
+    riders, taken = [], set()
+    for repeat in findings:
+        if repeat.get("rule") == APP_REPEAT_RULE and _points_at_card(repeat):
+            for finding in _repeated_xid_findings(repeat, findings):
+                if not _explained(finding) and id(finding) not in taken:
+                    taken.add(id(finding))
+                    riders.append((repeat, finding))
+    return riders
 
 
 def _points_at_card_rule(finding):

@@ -4,7 +4,7 @@ SM under different processes, point at the card; the correlation's card step tak
 import pytest
 
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import parse_kernel_log
-from ansible_collections.gpufleet.core.plugins.plugin_utils.correlate import correlate
+from ansible_collections.gpufleet.core.plugins.plugin_utils.correlate import card_causes, correlate
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_xid_repeat import ATTRIBUTE_SECONDS, RULE_ID
 from tests.support.kernel_log_builders import NOW, utc_zone  # noqa: F401  pylint: disable=unused-import
 from tests.support.rule_builders import findings_of, healthy_node
@@ -133,3 +133,17 @@ def test_the_card_step_of_the_correlation_takes_up_the_repeat():
     assert "Xid 31 x3 from 2 processes" in card["summary"]
     explained = {finding["rule"] for finding in findings if finding["evidence"].get("explained_by") == card["id"]}
     assert explained == {RULE, "workload.xid"}
+
+
+def test_a_repeat_whose_xids_an_earlier_step_explained_goes_with_that_cause():
+    repeat = {"rule": RULE, "host": "gpu-node", "gpu": GPU_BUS, "severity": "warning",
+              "evidence": {"xids": [{"xid": 13, "count": 4}], "count": 4, "processes": [{}, {}],
+                           "gpu_serial": "1654321000002"}}
+    thirteen = {"rule": "workload.xid", "host": "gpu-node", "gpu": GPU_BUS, "severity": "warning",
+                "evidence": {"xid": 13, "count": 4, "explained_by": "driver:550.54.15"}}
+    assert card_causes({"gpu-node": [repeat, thirteen]}) == []
+    assert repeat["evidence"]["explained_by"] == "driver:550.54.15"
+    del thirteen["evidence"]["explained_by"], repeat["evidence"]["explained_by"]
+    (card,) = card_causes({"gpu-node": [repeat, thirteen]})
+    assert card["id"] == "card:1654321000002"
+    assert thirteen["evidence"]["explained_by"] == repeat["evidence"]["explained_by"] == card["id"]
