@@ -172,7 +172,10 @@ def application_xid_repeats(ctx):
     by_bus = gpus_by_bus(ctx)
     findings = []
     for bus, entries in sorted(xid_groups(ctx).items(), key=lambda item: item[0] or ""):
-        repeat = Repeat([(number, counted) for number, counted, _riders in entries if number in application])
+        counted = [(number, events) for number, events, _riders in entries if number in application]
+        if sum(events.count for _number, events in counted) < REPEAT_MIN_EVENTS:
+            continue  # the usual case, decided before the events are read
+        repeat = Repeat(counted)
         if not repeat.suspects_card():
             continue
         gpu = by_bus.get(bus)
