@@ -82,25 +82,27 @@ def inactive_nvlinks(ctx):
     return down[:MAX_JOINED]
 
 
-def _summary(ctx, info, counted, switch, bus, links, fatal, joined):
+def _summary(evidence):
+    links, joined = evidence["links"], evidence["nvlink_xids"]
     text = "SXid %d (%s%s) x%d on NVSwitch %s (%s)%s within %sh" % (
-        info["sxid"], info["name"], {True: ", Fatal in the log", False: ", Non-fatal in the log"}.get(fatal, ""),
-        counted.count, switch or "?", bus or "address unknown",
+        evidence["sxid"], evidence["name"],
+        {True: ", Fatal in the log", False: ", Non-fatal in the log"}.get(evidence["fatal_in_log"], ""),
+        evidence["count"], evidence["switch"] or "?", evidence["switch_pci_bus_id"] or "address unknown",
         ", link%s %s" % ("s" if len(links) > 1 else "", ", ".join(map(str, links))) if links else "",
-        ctx.thresholds.get("xid_window_hours"))
+        evidence["window_hours"])
     if joined:
         text += "; with %s within %d s" % (", ".join("Xid %d x%d on %s" % (j["xid"], j["count"], j["gpu"] or "a GPU")
                                                     for j in joined[:3]), SXID_JOIN_SECONDS)
     return text
 
 
-def _evidence(ctx, info, counted, fatal, joined, down):
+def _evidence(ctx, info, bus, counted, fatal, joined, down):
     events = counted.events
     times = [event.get("time") for event in events if event.get("time")]
     last = events[-1] if events else {}
     return {
         "sxid": info["sxid"], "name": info["name"], "class": info["class"], "catalog_table": info["table"],
-        "fatal_in_log": fatal, "switch": last.get("device"), "switch_pci_bus_id": last.get("pci_bus_id"),
+        "fatal_in_log": fatal, "switch": last.get("device"), "switch_pci_bus_id": bus,
         "links": sorted({event["link"] for event in events if isinstance(event.get("link"), int)}),
         "count": counted.count, "first_time": times[0] if times else None, "last_time": times[-1] if times else None,
         "window_hours": ctx.thresholds.get("xid_window_hours"), "last_message": str(last.get("message") or "")[:300],
@@ -125,8 +127,6 @@ def sxid_errors(ctx):
         fatal = fatal_in_log(counted.events)
         info = sxid_info(number, fatal, catalog)
         joined = joined_xids(ctx, counted.events, nvlink_events)
-        evidence = _evidence(ctx, info, counted, fatal, joined, down)
-        evidence["switch_pci_bus_id"] = bus
-        summary = _summary(ctx, info, counted, evidence["switch"], bus, evidence["links"], fatal, joined)
-        findings.append(ctx.finding(None, summary, evidence, info["action"], severity=info["severity"]))
+        evidence = _evidence(ctx, info, bus, counted, fatal, joined, down)
+        findings.append(ctx.finding(None, _summary(evidence), evidence, info["action"], severity=info["severity"]))
     return findings
