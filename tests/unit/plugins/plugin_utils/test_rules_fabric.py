@@ -5,6 +5,7 @@ import pytest
 
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import read_kernel_events
 from ansible_collections.gpufleet.core.plugins.plugin_utils import sxid_catalog
+from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import summary_line
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_fabric import SXID_JOIN_SECONDS
 from ansible_collections.gpufleet.core.plugins.plugin_utils.sxid_catalog import load_catalog, sxid_info
 from tests.support.kernel_log_builders import NOW, utc_zone  # noqa: F401  pylint: disable=unused-import
@@ -130,3 +131,8 @@ def test_the_real_sxid_12028_line_is_a_non_fatal_warning(corpus):
     assert (evidence["switch"], evidence["switch_pci_bus_id"], evidence["count"]) == (
         "nvidia-nvswitch1", "0000:84:00.0", 1)
     assert evidence["data"].startswith("{0x000001c0, 0x00bd5c8a")
+
+
+def test_the_host_line_of_the_summary_names_the_sxids():
+    line = summary_line("hgx-01", {"ansible_facts": {"gpufleet": node_with_log()}})
+    assert line.endswith(" xid=74 sxid=20034,22013")
