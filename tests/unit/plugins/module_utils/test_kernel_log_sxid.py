@@ -131,3 +131,25 @@ def test_xid_31_with_an_sm_location_and_an_mmu_fault_without_one():
     xids = parse_kernel_log(text, now=NOW)[0]
     assert [(e["xid"], e["pid"], e["gpc"], e["tpc"], e["sm"]) for e in xids] == [
         (31, 3234, 2, 2, 1), (31, 13332, None, None, None)]
+
+
+SXID_MESSAGE = "nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 Minion Link DLREQ interrupt"
+
+
+@pytest.mark.parametrize("line, time_text", [
+    ("2026-11-30T10:00:01+0000 hgx-01 kernel: " + SXID_MESSAGE, "2026-11-30T10:00:01Z"),  # journalctl short-iso
+    ("Nov 30 10:00:01 hgx-01 kernel: [ 7386.259769] " + SXID_MESSAGE, "2026-11-30T10:00:01Z"),  # syslog
+    ("[Mon Nov 30 10:00:01 2026] " + SXID_MESSAGE, "2026-11-30T10:00:01Z"),  # dmesg --ctime
+    ("kern  :err   : 2026-11-30T10:00:01,000000+00:00 " + SXID_MESSAGE, "2026-11-30T10:00:01Z"),  # dmesg --decode
+    ("<3>1 2026-11-30T10:00:01Z hgx-01 kernel - - - " + SXID_MESSAGE, "2026-11-30T10:00:01Z"),  # RFC 5424
+    ("3,4011,7386259769,-;" + SXID_MESSAGE, "7386.259769"),  # /dev/kmsg, no boot time
+    (SXID_MESSAGE, None),  # a bare line
+])
+def test_sxid_lines_are_read_in_every_format_xids_are(line, time_text):
+    (event,) = read_kernel_events(line + "\n", now=NOW)[2]
+    assert (event["sxid"], event["time"], event["link"], event["fatal"]) == (22013, time_text, 44, False)
+
+
+def test_an_sxid_quoted_by_another_sender_is_no_event():
+    line = "2026-11-30T10:00:01+0000 hgx-01 myscript[42]: " + SXID_MESSAGE
+    assert read_kernel_events(line + "\n", now=NOW)[2] == []
