@@ -71,14 +71,14 @@ _KERNEL_VERSION_RE = re.compile(r"this kernel module has the version (\d+(?:\.\d
 # nvidia-nvswitch driver (not NVRM); one error may go on with ", Severity 5 Engine instance ..." and ", Data {...}"
 # lines of the same switch and SXid. Groups: device number, PCI address (or a placeholder), SXid, the rest.
 _SXID_SENDER = r"nvidia-nvswitch\d*:\s*SXid"
-_SXID_RE = re.compile(r"nvidia-nvswitch(\d*):\s*SXid \((?:PCI:)?([^)]*)\):\s*(\d+)\s*,?\s*(.*)", re.S)
+_SXID_RE = re.compile(r"nvidia-nvswitch(\d{0,6}):\s*SXid \((?:PCI:)?([^)]{0,64})\):\s*(\d{1,9})(?!\d)\s*,?\s*(.*)", re.S)
 _SXID_FATALITY_RE = re.compile(r"(Non-fatal|Nonfatal|Fatal)\b\s*,?\s*", re.I)
-_SXID_LINK_RE = re.compile(r"Link\s+(-?\d+)\b")
+_SXID_LINK_RE = re.compile(r"Link\s+(-?\d{1,6})\b")
 _SXID_DATA_RE = re.compile(r"Data\s*(\{[^}]*\}?)")
 _SXID_DETAIL_RE = re.compile(r"(?:Severity\s+\d+|Data\s*\{)")
 # Xid 13 and 31 name the unit that faulted: "... on (GPC 7, TPC 7, SM 0): ..."
 SM_LOCATION_XIDS = (13, 31)
-_SM_LOCATION_RE = re.compile(r"\bGPC\s*(\d+)(?:\s*,\s*TPC\s*(\d+))?(?:\s*,\s*SM\s*(\d+))?")
+_SM_LOCATION_RE = re.compile(r"\bGPC\s*(\d{1,6})\b(?:\s*,\s*TPC\s*(\d{1,6})\b)?(?:\s*,\s*SM\s*(\d{1,6})\b)?")
 
 # The message field of a kernel line: after the time, after "<host> kernel:" where a syslog or journal
 # line names its sender, after a raw "[seconds]" stamp; NVRM must begin it. Text of another sender

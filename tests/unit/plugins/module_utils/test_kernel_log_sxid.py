@@ -153,3 +153,14 @@ def test_sxid_lines_are_read_in_every_format_xids_are(line, time_text):
 def test_an_sxid_quoted_by_another_sender_is_no_event():
     line = "2026-11-30T10:00:01+0000 hgx-01 myscript[42]: " + SXID_MESSAGE
     assert read_kernel_events(line + "\n", now=NOW)[2] == []
+
+
+def test_numbers_no_integer_field_can_hold_are_not_read_as_sxids_or_locations():
+    huge = "9" * 30
+    text = ("nvidia-nvswitch1: SXid (PCI:0000:84:00.0): %s, Fatal, Link %s x\n"
+            "nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, Fatal, Link %s x\n"
+            "NVRM: Xid (PCI:0000:3b:00): 13, pid=1, name=a, Graphics SM Warp Exception on (GPC %s, TPC 1, SM 0): y\n"
+            % (huge, huge, huge, huge))
+    xids, _kernel, sxids = read_kernel_events(text, now=NOW)
+    assert [(e["sxid"], e["link"]) for e in sxids] == [(12028, None)]
+    assert [(e["gpc"], e["tpc"], e["sm"]) for e in xids] == [(None, None, None)]
