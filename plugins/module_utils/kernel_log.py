@@ -71,6 +71,7 @@ _KERNEL_VERSION_RE = re.compile(r"this kernel module has the version (\d+(?:\.\d
 # nvidia-nvswitch driver (not NVRM); one error may go on with ", Severity 5 Engine instance ..." and ", Data {...}"
 # lines of the same switch and SXid. Groups: device number, PCI address (or a placeholder), SXid, the rest.
 _SXID_SENDER = r"nvidia-nvswitch\d*:\s*SXid"
+_SXID_SENDER_RE = re.compile(_SXID_SENDER)
 _SXID_RE = re.compile(r"nvidia-nvswitch(\d{0,6}):\s*SXid \((?:PCI:)?([^)]{0,64})\):\s*(\d{1,9})(?!\d)\s*,?\s*(.*)", re.S)
 _SXID_FATALITY_RE = re.compile(r"(Non-fatal|Nonfatal|Fatal)\b\s*,?\s*", re.I)
 _SXID_LINK_RE = re.compile(r"Link\s+(-?\d{1,6})\b")
@@ -121,7 +122,7 @@ class _Record:
 
 
 class UnplacedLines:
-    """NVRM lines in a format the reader does not know (no time stamp or sender it can place): counted,
+    """NVRM and SXid lines in a format the reader does not know (no time stamp or sender it can place): counted,
     with the first as an example, so that a log in another format is reported, never silently empty."""
     MAX_EXAMPLE = 200
 
@@ -135,7 +136,7 @@ class UnplacedLines:
             self.example = printable(line[:self.MAX_EXAMPLE])
 
     def describe(self):
-        return ("%d lines naming NVRM are in a format the kernel log reader does not know and were not read, "
+        return ("%d lines naming NVRM or SXid are in a format the kernel log reader does not know and were not read, "
                 "for example: %s" % (self.count, self.example))
 
 
@@ -323,7 +324,8 @@ def _records(text, clock, cutoff, unplaced=None):
         anchored = _MESSAGE_PREFIX_RE.match(line)
         if anchored is None:
             current = None
-            if unplaced is not None and "NVRM" in line and _KNOWN_LINE_RE.match(line) is None:
+            if unplaced is not None and ("NVRM" in line or _SXID_SENDER_RE.search(line)) \
+                    and _KNOWN_LINE_RE.match(line) is None:
                 unplaced.add(line)
             continue
         start = anchored.end()

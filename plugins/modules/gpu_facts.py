@@ -1175,12 +1175,12 @@ ansible_facts:
               returned: success
               type: int
             unplaced_lines:
-              description: 'Lines naming NVRM in a format the reader does not know (no time stamp or sender it can
-                place): not read, only counted here; when there are any an entry in errors (call ''kernel log'')
-                gives the count and the first of them, and collection.status is partial. The formats read are journalctl
-                short, short-iso and short-iso-precise, syslog and kern.log (classic, ISO 8601 with or without a
-                zone, YYYY-MM-DD HH:MM:SS,mmm, RFC 5424), dmesg --ctime, dmesg --decode, raw dmesg (with or without
-                its <priority>), /dev/kmsg and bare NVRM lines. Added in 1.3.'
+              description: 'Lines naming NVRM (or SXid, since 1.4) in a format the reader does not know (no time
+                stamp or sender it can place): not read, only counted here; when there are any an entry in errors
+                (call ''kernel log'') gives the count and the first of them, and collection.status is partial. The
+                formats read are journalctl short, short-iso and short-iso-precise, syslog and kern.log (classic,
+                ISO 8601 with or without a zone, YYYY-MM-DD HH:MM:SS,mmm, RFC 5424), dmesg --ctime, dmesg --decode,
+                raw dmesg (with or without its <priority>), /dev/kmsg and bare NVRM lines. Added in 1.3.'
               returned: success
               type: int
             groups:

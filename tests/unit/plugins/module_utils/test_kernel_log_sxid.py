@@ -6,7 +6,7 @@ import pytest
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import (
-    EventBounds, collect_kernel_log, parse_kernel_log, read_kernel_events)
+    EventBounds, UnplacedLines, collect_kernel_log, parse_kernel_log, read_kernel_events)
 from tests.support.schema_check import assert_valid_facts
 from tests.support.kernel_log_builders import NOW, utc_zone  # noqa: F401  pylint: disable=unused-import
 
@@ -164,3 +164,16 @@ def test_numbers_no_integer_field_can_hold_are_not_read_as_sxids_or_locations():
     xids, _kernel, sxids = read_kernel_events(text, now=NOW)
     assert [(e["sxid"], e["link"]) for e in sxids] == [(12028, None)]
     assert [(e["gpc"], e["tpc"], e["sm"]) for e in xids] == [(None, None, None)]
+
+
+@pytest.mark.corpus
+def test_sxid_lines_of_an_unknown_format_are_counted_never_dropped_silently(corpus):
+    """gpud#338 quotes the kernel line behind its own 'line ' prefix and in its JSON log record: neither is a
+    format the reader knows, so both are counted as unplaced with the first as the example."""
+    text = corpus.read_realdata("kernel-nvswitch-sxid-and-nvlink-xid145-137_issue-quotes.txt")
+    unplaced = UnplacedLines()
+    sxids = read_kernel_events(text, now=NOW, unplaced=unplaced)[2]
+    assert sxids == []
+    assert unplaced.count == 2
+    assert unplaced.example.startswith("line kern  :err   : 2025-01-25T10:34:54,859532+00:00 nvidia-nvswitch1: SXid")
+    assert unplaced.describe().startswith("2 lines naming NVRM or SXid are in a format the kernel log reader does not")
