@@ -85,6 +85,7 @@ corpus-test: $(TEST_STAMP)
 test-docs: $(TEST_STAMP)
 	$(VENV_PY) tools/schema_to_return.py --check
 	$(VENV_PY) tools/policy_schema.py --check
+	$(VENV_PY) tools/xid_table.py --check
 	$(VENV)/bin/ansible-doc gpufleet.core.gpu_facts >/dev/null
 	$(VENV)/bin/antsibull-changelog lint
 	$(VENV)/bin/antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml

@@ -32,6 +32,8 @@ Scenario (every key optional unless noted; sizes in MiB, power in W, as people r
       processes [{pid, name, used_mib, gpu_instance_id, compute_instance_id}] (name None: the
         process is gone, nvmlSystemGetProcessName answers NOT_FOUND),
       fabric None or {state, status, clique_id, cluster_uuid},
+      recovery_action  NVML GPU recovery action value (field 230 of nvmlDeviceGetFieldValues); absent or
+                  None: the field is not supported (an older driver)
       lost        True: the GPU fell off the bus (nvmlDeviceGetHandleByIndex answers GPU_IS_LOST)
       errors      {C function name: return code} injected for this GPU, e.g. {"nvmlDeviceGetFanSpeed": 3}
     ]
@@ -53,6 +55,8 @@ from simulator.gpu_models import model, pci_id
 
 SUCCESS = pynvml.NVML_SUCCESS
 NOT_SUPPORTED = pynvml.NVML_ERROR_NOT_SUPPORTED
+_FIELD_GPU_RECOVERY_ACTION = 230  # NVML_FI_DEV_GET_GPU_RECOVERY_ACTION
+_VALUE_TYPE_UNSIGNED_INT = 1
 INVALID_ARGUMENT = pynvml.NVML_ERROR_INVALID_ARGUMENT
 UNINITIALIZED = pynvml.NVML_ERROR_UNINITIALIZED
 NOT_FOUND = pynvml.NVML_ERROR_NOT_FOUND
@@ -697,6 +701,19 @@ class _SimulatedNvml:
             _set(current_ref, int(mig.get("current", 0)))
             return _set(pending_ref, int(mig.get("pending", mig.get("current", 0))))
         return self._device("nvmlDeviceGetMigMode", handle, answer)
+
+    def nvmlDeviceGetFieldValues(self, handle, count, values_ref):
+        def answer(gpu):
+            values = _target(values_ref)
+            for position in range(_int(count)):
+                field = values[position]
+                value = gpu.get("recovery_action") if field.fieldId == _FIELD_GPU_RECOVERY_ACTION else None
+                if value is None:
+                    field.nvmlReturn = NOT_SUPPORTED
+                    continue
+                field.nvmlReturn, field.valueType, field.value.uiVal = SUCCESS, _VALUE_TYPE_UNSIGNED_INT, value
+            return SUCCESS
+        return self._device("nvmlDeviceGetFieldValues", handle, answer)
 
     def nvmlDeviceGetGpuFabricInfo(self, handle, ref):
         return self._device("nvmlDeviceGetGpuFabricInfo", handle, lambda gpu: self._fabric(gpu, _target(ref)))

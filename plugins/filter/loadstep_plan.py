@@ -46,6 +46,12 @@ options:
     description: Whether the audit before the run read the host.
     type: bool
     default: true
+  acting_refusal:
+    description:
+      - Why nothing may act on the host at all, from P(gpufleet.core.acting_refusal#filter) with C(part=reason)
+        (replayed facts, a local connection to another machine's facts); the first of the plan's C(refusals).
+      - Empty or null when nothing speaks against it.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -83,13 +89,14 @@ def _findings(report_dir):
 
 
 def loadstep_plan(policy, host, service, facts=None, report_dir=None, service_active=False, overrides=None,
-                  audited=True):
+                  audited=True, acting_refusal=None):
     if not isinstance(policy, dict) or "loadstep" not in policy:
         raise AnsibleFilterError("loadstep_plan expects an effective gpufleet policy (gpufleet.core.policy_check)")
     if not isinstance(service, str) or not service.strip():
         raise AnsibleFilterError("loadstep_plan: name the service (gpufleet_load_service)")
     result = plan(host, policy, service.strip(), facts=facts, findings=_findings(report_dir),
-                  service_active=bool(service_active), overrides=overrides or None, audited=bool(audited))
+                  service_active=bool(service_active), overrides=overrides or None, audited=bool(audited),
+                  acting_refusal=acting_refusal or None)
     result["lines"] = describe(result)
     return result
 

@@ -114,6 +114,7 @@ def new_gpu(index):
         "mig": {"mode_current": None, "mode_pending": None, "gpu_instances": []},
         "processes": [],
         "fabric": None,
+        "recovery_action": None,
     }
 
 

@@ -27,6 +27,7 @@ import uuid
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
     COMPUTE_MODES, add_error, bytes_to_mib, cuda_version_from_int, decode_clock_event_reasons,
     new_gpu, new_process, normalize_pci_bus_id)
+from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import RECOVERY_ACTIONS
 
 # nvml.h return codes and enums (ABI-stable values)
 NVML_SUCCESS = 0
@@ -55,6 +56,8 @@ ARCHITECTURES = {
     8: "ada", 9: "hopper", 10: "blackwell", 13: "rubin",
 }
 FABRIC_STATES = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
+# NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (nvml.h, NVML API 13), for a pynvml too old to name it
+_FIELD_GPU_RECOVERY_ACTION = 230
 
 # GPU-instance profile enum -> suffix nvidia-smi adds to the "<n>g.<m>gb" name
 # (REV1: media extensions, NO_ME: without them, ALL_ME: all of them, GFX: graphics).
@@ -274,6 +277,7 @@ class _NvmlCollector:
             self._pcie(index, handle, gpu)
             self._modes(index, handle, gpu)
             gpu["fabric"] = self._fabric(index, handle)
+            gpu["recovery_action"] = self._recovery_action(index, handle)
         if "nvlink" in self.subsets:
             gpu["nvlinks"] = self._nvlinks(index, handle)
         if "mig" in self.subsets:
@@ -390,6 +394,18 @@ class _NvmlCollector:
             return None
         name, _value, code = self.first_answer(index, calls)
         return self._fabric_facts(infos[name]) if code is None else None
+
+    def _recovery_action(self, index, handle):
+        """The driver's GPU recovery action (a field value of newer drivers); None where the pynvml or the driver
+        has none. A value beyond the known ones is kept as nvml_<value>, so the audit can name it."""
+        if getattr(self.nvml, "nvmlDeviceGetFieldValues", None) is None:
+            return None
+        field_id = getattr(self.nvml, "NVML_FI_DEV_GET_GPU_RECOVERY_ACTION", _FIELD_GPU_RECOVERY_ACTION)
+        values = self.query(index, "nvmlDeviceGetFieldValues", handle, [field_id])
+        if not values or getattr(values[0], "nvmlReturn", None) != NVML_SUCCESS:
+            return None
+        value = int(values[0].value.uiVal)
+        return RECOVERY_ACTIONS[value] if 0 <= value < len(RECOVERY_ACTIONS) else "nvml_%d" % value
 
     def _fabric_facts(self, info):
         raw = bytes(bytearray(info.clusterUuid))

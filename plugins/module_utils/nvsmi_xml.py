@@ -19,6 +19,7 @@ import xml.etree.ElementTree as ET
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
     COMPUTE_MODES, add_error, decode_clock_event_reasons, new_gpu, new_process, normalize_pci_bus_id)
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_mig import collect_mig_layout
+from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import recovery_action_name
 
 CALL = "nvidia-smi -q -x"
 # the start of the error of a report that lists fewer GPUs than it says are attached: a partial collection
@@ -266,6 +267,7 @@ def gpu_from_element(elem, index, unreadable=None):
     gpu["mig"]["mode_pending"] = _flag(_text(elem, "mig_mode/pending_mig"))
     gpu["processes"] = _processes(elem.find("processes"))
     gpu["fabric"] = _fabric(elem.find("fabric"))
+    gpu["recovery_action"] = _recovery_action(_text(elem, "gpu_recovery_action"))
     if unreadable is not None:
         unreadable.extend((index, field, text) for field, text in readings.unreadable)
     return gpu
@@ -510,6 +512,14 @@ def _processes(elem):
         return []
     processes = [_process(child) for child in elem.findall("process_info")]
     return [process for process in processes if process is not None]
+
+
+def _recovery_action(text):
+    """'None', 'Reset', 'Node Reboot Required' -> the facts' name; a word the audit does not know is kept as
+    printed (lower case, underscores) so that it can be named; None when the report has no such field."""
+    if text is None:
+        return None
+    return recovery_action_name(text) or _word(text)
 
 
 def _fabric(elem):

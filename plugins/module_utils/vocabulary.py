@@ -35,3 +35,24 @@ REPAIR_ROLES = ("driver",)
 REMEDIATION_ROLES = ("gpu_settings", "mig_layout", "worker_limits", "restart_policy")
 # What remediate.yml can run, in its order: also the --tags that select roles by hand.
 FIXABLE_ROLES = REPAIR_ROLES + REMEDIATION_ROLES
+
+# The GPU recovery action the driver asks for, as the facts name it, in the order of NVML's values
+# (nvmlDeviceGpuRecoveryAction_t: 0 none ... 5 recover IMEX domain). The controller's xid_decode.yml gives
+# each its severity and action.
+RECOVERY_ACTIONS = ("none", "gpu_reset", "node_reboot", "drain_p2p", "drain_and_reset", "recover_imex_domain")
+# The words nvidia-smi (gpu_recovery_action) and the Xid 154 message use for them, lower case.
+RECOVERY_ACTION_WORDS = {
+    "none": "none",
+    "reset": "gpu_reset", "gpu reset": "gpu_reset", "gpu reset required": "gpu_reset",
+    "reboot": "node_reboot", "node reboot": "node_reboot", "node reboot required": "node_reboot",
+    "drain p2p": "drain_p2p",
+    "drain and reset": "drain_and_reset", "drain & reset": "drain_and_reset",
+    "recover imex domain": "recover_imex_domain",
+}
+
+
+def recovery_action_name(text):
+    """'Node Reboot Required' / 'Reset' / 'drain_and_reset' -> the facts' name; None for anything else."""
+    words = " ".join(str(text or "").replace("_", " ").lower().split())
+    name = words.replace(" ", "_")
+    return RECOVERY_ACTION_WORDS.get(words) or (name if name in RECOVERY_ACTIONS else None)

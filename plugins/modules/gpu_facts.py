@@ -327,8 +327,8 @@ ansible_facts:
         1.1 added nvidia_evidence, collection, kernel_log (bounded kernel-log events with counts), driver_clients
         and kernel_events[].client_process and client_pid. 1.2 added workload and host_pressure, bmc (BMC sensors
         and event log) and kubernetes (device plugin sharing and node resources). 1.3 added kernel_log.unplaced_lines
-        and clock_offset_s. 1.4 added sxid_events (NVSwitch errors), kernel_log groups of kind sxid, and xid_events[].gpc,
-        tpc and sm.'
+        and clock_offset_s. 1.4 added gpus[].recovery_action, sxid_events (NVSwitch errors), kernel_log groups of
+        kind sxid, and xid_events[].gpc, tpc and sm.'
       returned: always
       type: dict
       contains:
@@ -927,6 +927,14 @@ ansible_facts:
                   description: Fabric cluster UUID.
                   returned: success
                   type: str
+            recovery_action:
+              description: 'The recovery the driver asks for, from nvidia-smi''s gpu_recovery_action or NVML''s
+                GPU recovery action field of newer drivers: none, gpu_reset, node_reboot, drain_p2p, drain_and_reset
+                or recover_imex_domain (NVML values 0-5). Another value is kept as reported (nvidia-smi''s words
+                in lower case with underscores, or nvml_<value>) so the audit can name it. Null when the driver
+                or pynvml does not report it. Added in 1.4.'
+              returned: success
+              type: str
         host:
           description: 'Host facts: kernel, OS, GPU services, CUDA toolkits, container runtime.'
           returned: always

@@ -47,6 +47,7 @@ class Knowledge:
         self._cuda_compat = tables["cuda_compat"]
         self._cuda_overrides = tables["cuda_overrides"]
         self._xids = tables["xids"]
+        self._xid_buckets = tables["xid_buckets"]
         self._architectures = tables["architectures"]
         self._gpu_models = tables["gpu_models"]
         self._architecture_by_name = tables["architecture_by_name"]
@@ -195,6 +196,26 @@ class Knowledge:
 
     def xid_numbers(self):
         return sorted(self._xids)
+
+    def xid_overridden(self, number):
+        """The keys of the Xid's entry that the policy's catalogs.xid sets (empty: as shipped)."""
+        entry = self._xids.get(xid_number(number))
+        return entry.get("_overridden", frozenset()) if entry else frozenset()
+
+    def xid_bucket(self, name):
+        """What NVIDIA's resolution bucket implies here: {"severity", "layer"} (layer None: the bucket names
+        none), or None for an Xid without a bucket."""
+        entry = self._xid_buckets.get(name)
+        return dict(entry) if entry else None
+
+    def xid_departures(self, number):
+        """How the Xid's entry differs from its bucket's ("layer", "severity"): [] when it follows its bucket,
+        has none, or is not in the catalog."""
+        entry = self._xids.get(xid_number(number))
+        bucket = self._xid_buckets.get(entry.get("bucket")) if entry else None
+        if bucket is None:
+            return []
+        return [key for key in ("layer", "severity") if bucket[key] is not None and entry[key] != bucket[key]]
 
     def gpu_lost_xids(self):
         """The Xids that say a GPU fell off the bus (79), reported by hardware.gpu_lost."""

@@ -25,7 +25,7 @@ _ARCH_ALIASES = {"ada lovelace": "ada", "lovelace": "ada"}
 
 _XID_KEYS = frozenset(("name", "mnemonic", "layer", "severity", "action", "fix", "secondary", "follows",
                        "gpu_lost", "application_error",
-                       "follows_any", "bucket", "current", "basis", "description", "note"))
+                       "follows_any", "bucket", "current", "basis", "description", "note", "departure"))
 _XID_REQUIRED = ("name", "layer", "severity", "action")
 _GPU_MODEL_KEYS = frozenset(("names", "architecture", "first_branch", "gpus_per_node", "pci_device_ids",
                              "mig_min_driver", "requires_open_modules", "unverified", "assumed", "note"))
@@ -151,6 +151,8 @@ def shipped_tables():
         "gpu_models": {name: _gpu_model_entry(name, entry, "gpu_driver_support.models.%s" % name, architectures)
                        for name, entry in support["models"].items()},
         "xid_actions": dict(xids["actions"]),
+        "xid_buckets": _xid_buckets(xids["buckets"]),
+        "xid_sources": dict(xids["sources"]),
         "xids": {int(number): _xid_entry(int(number), entry, xids["actions"], "xid.%s" % number)
                  for number, entry in xids["xids"].items()},
         "mig_models": {name: _mig_model_entry(name, entry, "mig_profiles.%s" % name)
@@ -253,6 +255,20 @@ def _gpu_model_entry(name, entry, where, architectures):
     return model, _compile_names(names, where), dict(entry)
 
 
+def _xid_buckets(buckets):
+    """NVIDIA's resolution buckets -> {"severity", "layer" (None: the bucket names no layer)}."""
+    result = {}
+    for name, entry in buckets.items():
+        where = "xid_catalog.buckets.%s" % name
+        _check_keys(entry, frozenset(("severity", "layer")), where)
+        if entry.get("severity") not in SEVERITIES:
+            fail(where, "severity must be one of %s, got %r" % (", ".join(SEVERITIES), entry.get("severity")))
+        if entry.get("layer") is not None and entry["layer"] not in LAYERS:
+            fail(where, "layer must be null or one of %s, got %r" % (", ".join(LAYERS), entry["layer"]))
+        result[name] = {"severity": entry["severity"], "layer": entry.get("layer")}
+    return result
+
+
 def _xid_entry(number, entry, actions, where):
     _check_keys(entry, _XID_KEYS, where)
     for key in _XID_REQUIRED:
@@ -286,7 +302,7 @@ def _xid_entry(number, entry, actions, where):
         "application_error": bool(entry.get("application_error", False)),
         "description": entry.get("description") or entry["name"],
     }
-    for key in ("mnemonic", "bucket", "basis", "note"):
+    for key in ("mnemonic", "bucket", "basis", "note", "departure"):
         if entry.get(key) is not None:
             result[key] = entry[key]
     result["current"] = entry.get("current", True)
@@ -400,6 +416,7 @@ def _apply_xid_overrides(base, actions, overrides):
         merged = dict(xids[xid]["_source"]) if xid in xids else {}
         merged.update(change)
         xids[xid] = _xid_entry(xid, merged, actions, item)
+        xids[xid]["_overridden"] = frozenset(change)
     return xids
 
 

@@ -86,16 +86,19 @@ def _definition_refusals(entry, definition, service):
     return []
 
 
-def plan(host, policy, service, facts=None, findings=None, service_active=False, overrides=None, audited=True):
+def plan(host, policy, service, facts=None, findings=None, service_active=False, overrides=None, audited=True,
+         acting_refusal=None):
     """The run's plan for one host: {"host", "service", "mode", "definition", "steps", "left_out", "workers_env",
-    "workers_arg", "refusals", "planned_seconds"}. A plan with refusals is not run."""
+    "workers_arg", "refusals", "planned_seconds"}. A plan with refusals is not run. acting_refusal: why nothing may
+    act on the host at all (plugin_utils/acting_target.py: replayed facts, a local connection to another machine's
+    facts), or None."""
     service = unit_name(service)
+    refusals = [acting_refusal] if acting_refusal else []
     try:
         entry, definition = load_definition(policy, service, overrides)
     except PolicyError as error:
-        return {"host": host, "service": service, "refusals": [str(error)], "steps": [], "definition": None}
+        return {"host": host, "service": service, "refusals": refusals + [str(error)], "steps": [], "definition": None}
     steps, left_out = planned_steps(definition)
-    refusals = []
     if not policy["loadstep"]["allowed"]:
         refusals.append("the policy does not allow load tests on this host (set loadstep.allowed: true)")
     if not audited:

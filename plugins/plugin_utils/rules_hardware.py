@@ -11,6 +11,7 @@ from collections import Counter
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import (
     FIX_ROLES, LAYERS, declare_rule, gpu_label, parse_time, rule, severity_rank, worst_severity)
+from ansible_collections.gpufleet.core.plugins.plugin_utils import xid_decode
 
 
 def gpus_by_bus(ctx):
@@ -209,12 +210,74 @@ def xid_events(ctx):
             info = xid_info(ctx.knowledge, number)
             fix = info.get("fix") if info.get("fix") in FIX_ROLES else None
             severity = info.get("severity") if severity_rank(info.get("severity")) else "warning"
+            action = info.get("action") or "Follow the Xid catalog's resolution for Xid %d." % number
+            evidence = _xid_evidence(ctx, number, events, secondaries, gpu)
+            decoded = xid_decode.group_verdict(number, events.events, _gpu_architecture(ctx, gpu), info)
+            # a severity or action the policy sets for the Xid stands over the decode
+            if decoded is not None and not ctx.knowledge.xid_overridden(number) & {"severity", "action"}:
+                severity, action = decoded["severity"], decoded["action"]
+                evidence.update(decoded=decoded["decoded"], undecoded=decoded["undecoded"],
+                                not_kept=events.count - len(events.events))
             findings.append(ctx.finding(
-                bus, _xid_summary(ctx, number, events, secondaries, gpu, bus),
-                _xid_evidence(ctx, number, events, secondaries, gpu),
-                info.get("action") or "Follow the Xid catalog's resolution for Xid %d." % number,
+                bus, _xid_summary(ctx, number, events, secondaries, gpu, bus), evidence, action,
                 severity=severity, fix=fix, rule=_XID_RULES.get(_xid_layer(info))))
     return findings
+
+
+def _gpu_architecture(ctx, gpu):
+    """The GPU's architecture as collected, else as its model name says; None for a GPU the facts lack."""
+    if gpu is None:
+        return None
+    return gpu.get("architecture") or ctx.knowledge.architecture_for(gpu.get("name"), gpu.get("compute_capability"))
+
+
+# ---------------------------------------------------------------- the driver's recovery action
+
+def _xid154_actions(ctx):
+    """bus id -> (recovery action, event) of the last Xid 154 in the window whose message names one."""
+    actions = {}
+    for event in events_in_window(ctx, ctx.facts.get("xid_events") or []):
+        if event.get("xid") == xid_decode.RECOVERY_ACTION_XID:
+            name = xid_decode.xid154_recovery_action(event.get("message"))
+            if name is not None:
+                actions[event.get("pci_bus_id")] = (name, event)
+    return actions
+
+
+def _recovery_finding(ctx, target, label, name, source, event):
+    known = xid_decode.recovery_action(name)
+    if known is not None and known["severity"] is None:
+        return None
+    evidence = {"recovery_action": name, "source": source,
+                "xid154_message": _clip(event.get("message") or "") if event else None,
+                "xid154_time": event.get("time") if event else None}
+    if known is None:
+        return ctx.finding(
+            target, "%s: the driver reports a recovery action the audit does not know: %r (%s)" % (label, name, source),
+            evidence, "Look the value up in NVIDIA's NVML documentation (GPU recovery action) and do what it asks; "
+                      "drain the GPU until then.", severity="warning")
+    return ctx.finding(target, "%s: the driver asks for recovery action %s (%s)" % (label, name, source),
+                       evidence, known["action"], severity=known["severity"])
+
+
+@rule("hardware.recovery_action", "hardware", "critical",
+      "The recovery the driver asks for (GPU reset, node reboot, drain and reset, drain P2P): the GPU's recovery "
+      "action field when reported, else the last Xid 154 within thresholds.xid_window_hours")
+def recovery_action(ctx):
+    from_xid = _xid154_actions(ctx)
+    findings = []
+    for gpu in ctx.gpus:
+        bus = gpu.get("pci_bus_id")
+        name, event = from_xid.pop(bus, (None, None)) if bus else (None, None)
+        source = "Xid 154"
+        if gpu.get("recovery_action") is not None:
+            name, source = gpu["recovery_action"], "gpu_recovery_action field"
+        if name is not None:
+            findings.append(_recovery_finding(ctx, gpu, gpu_label(gpu), name, source, event))
+    for bus, (name, event) in sorted(from_xid.items(), key=lambda item: item[0] or ""):
+        label = "GPU %s" % bus if bus else "an unnamed GPU"
+        findings.append(_recovery_finding(ctx, bus, label, name, "Xid 154", event))
+    return [finding for finding in findings if finding is not None]
 
 
 # ---------------------------------------------------------------- lost GPUs

@@ -219,3 +219,38 @@ def test_a_refused_host_whose_findings_stay_below_the_fail_severity_still_fails_
     assert recap(result)[host]["failed"] == 1
     assert ("not acted on: the remediation refused this host (its message above says why and how to proceed)"
             in messages(result)), output(result)[-4000:]
+
+
+# ---------------------------------------------------------------- loadstep.yml on the demo
+
+# loadstep.yml allowed on the host, with a load command: nothing but the replay speaks against a load test
+LOADSTEP_ALLOWED = {"gpufleet_policy_zz_load": {"loadstep": {"allowed": True}, "workload": {"services": {
+    "inference.service": {"load": {"command": "/bin/true", "steps": [1, 2]}}}}}}
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["run", "check"])
+def test_a_loadstep_on_the_demo_is_refused_and_touches_nothing_of_the_controller(tmp_path, watched, check):
+    env, calls, before = watched
+    host = "gpu-l40s-workload-17"
+    result = run_playbook("loadstep.yml", env, "--limit", host, "-e", "gpufleet_load_service=inference.service",
+                          "-e", "gpufleet_report_dir=%s" % (tmp_path / "reports"), "-e", json.dumps(LOADSTEP_ALLOWED),
+                          *(["--check"] if check else []))
+    # a refused host is a failed loadstep run (exit status 2), never a measured one
+    assert result.returncode == 2, output(result)[-4000:]
+    # neither the clean-up of an earlier run nor the service's state was read on this controller
+    assert recorded(calls) == [], recorded(calls)
+    assert roles_paths() == before
+    assert re.search(r"TASK \[Stop what an interrupted earlier run left[^\n]*\n\s*skipping: \[%s\]" % host,
+                     result.stdout), output(result)[-4000:]
+    assert re.search(r"TASK \[Step 0, the idle host\][^\n]*\n\s*skipping: \[%s\]" % host, result.stdout)
+    (verdict,) = [line for line in messages(result) if line.startswith("refused: ")]
+    assert verdict.startswith("refused: its facts are replayed from a recorded fixture (gpufleet_facts_source=replay)")
+    run_dirs = glob.glob(str(tmp_path / "reports" / "*-loadstep"))
+    if check:
+        assert run_dirs == []  # check mode prints the plan and writes no loadstep run
+        return
+    (run_dir,) = run_dirs
+    with open(os.path.join(run_dir, "loadstep.json")) as handle:
+        (run,) = json.load(handle)["runs"]
+    assert run["host"] == host and run["status"] == "refused" and run["steps"] == []
+    assert run["refusals"][0].startswith("its facts are replayed from a recorded fixture")

@@ -200,6 +200,7 @@ AFTER_THE_AUDIT = """
         content: >-
           {{{{ {{'facts': ansible_facts.gpufleet is defined,
                 'gpus': ansible_facts.gpufleet.gpus | default([]) | length,
+                'hostname': ansible_facts.gpufleet.host.hostname | default(none),
                 'registered_facts': gpufleet_collect.ansible_facts is defined,
                 'facts_file': gpufleet_collect.gpufleet_facts_file | default(none),
                 'diagnosed_in_workers': gpufleet_audit.diagnosed_in_workers}} | to_json }}}}
@@ -229,7 +230,10 @@ def test_after_the_audit_the_facts_are_in_the_facts_files_unless_kept(tmp_path, 
         assert seen[host]["facts"] is bool(keep) and seen[host]["registered_facts"] is bool(keep)
         # each host's own rules ran in its worker, with the policy the report has for it
         assert seen[host]["diagnosed_in_workers"] == len(hosts)
-    assert seen["gpu-l40s-crowded-10"]["gpus"] == (8 if keep else 0)
+    # each host holds its own facts, never another host's (4 L40S, 8 H100)
+    assert {host: (seen[host]["hostname"], seen[host]["gpus"]) for host in hosts} == (
+        {"gpu-h100-ok-01": ("gpu-h100-ok-01", 8), "gpu-l40s-crowded-10": ("gpu-l40s-crowded-10", 4)} if keep
+        else {host: (None, 0) for host in hosts})
     # the report is the same either way: read from the facts files, or from the results (a --limit run is
     # partial: latest/ does not move to it)
     (run_dir,) = [path for path in (tmp_path / "reports").iterdir() if path.name[:1].isdigit()]
@@ -237,3 +241,60 @@ def test_after_the_audit_the_facts_are_in_the_facts_files_unless_kept(tmp_path, 
     assert report["summary"]["hosts"] == {"total": 2, "ok": 2, "unreachable": 0, "failed": 0}
     assert {f["rule"] for f in report["findings"] if f["host"] == "gpu-l40s-crowded-10"} >= {
         "workload.memory_near_full"}
+
+
+KEPT_FACTS_AFTER_THE_AUDIT = """
+- name: The audit
+  ansible.builtin.import_playbook: {root}/audit.yml
+
+- name: A play after the audit that reads each host's facts, as remediate.yml's roles do
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Take the host's effective policy as a fact, as the roles do
+      gpufleet.core.policy_check:
+        hosts: ["{{{{ inventory_hostname }}}}"]
+        facts: true
+
+    - name: Note the facts the host holds
+      ansible.builtin.copy:
+        content: >-
+          {{{{ {{'hostname': ansible_facts.gpufleet.host.hostname,
+                'bus_ids': ansible_facts.gpufleet.gpus | map(attribute='pci_bus_id') | list,
+                'same_as_registered': ansible_facts.gpufleet == gpufleet_collect.ansible_facts.gpufleet,
+                'max_processes_per_gpu': ansible_facts.gpufleet_effective_policy.workload.max_processes_per_gpu,
+                'sharing': ansible_facts.gpufleet_effective_policy.sharing.mode}} | to_json }}}}
+        dest: "{out}/{{{{ inventory_hostname }}}}.json"
+        mode: "0644"
+      delegate_to: localhost
+"""
+
+
+def test_with_kept_facts_each_host_holds_its_own_facts_and_policy_in_later_plays(tmp_path):
+    # hosts with 8, 4, 1 and no GPUs and three policies: before the fix every host of the play shared one facts
+    # dict (the run_once include_vars; ansible/ansible#87492), so that the last host's facts and policy were
+    # every host's
+    hosts = ["gpu-h100-ok-01", "gpu-l40s-crowded-10", "gpu-t4-nvsmi-14", "cpu-node-nodriver-13"]
+    out = tmp_path / "out"
+    out.mkdir()
+    playbook = tmp_path / "after.yml"
+    playbook.write_text(KEPT_FACTS_AFTER_THE_AUDIT.format(root=ROOT, out=out), encoding="utf-8")
+    argv = [PLAYBOOK_BIN, str(playbook), "-i", DEMO, "-l", ",".join(hosts),
+            "-e", "gpufleet_report_dir=%s" % (tmp_path / "reports"), "-e", "gpufleet_fail_severity=none",
+            "-e", "gpufleet_keep_facts=true"]
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (run_dir,) = [path for path in (tmp_path / "reports").iterdir() if path.name[:1].isdigit()]
+    seen = {host: read_json(str(out / ("%s.json" % host))) for host in hosts}
+    for host in hosts:
+        own = read_json(str(run_dir / "facts" / ("%s.json" % host)))  # the host's facts file, from its own result
+        assert seen[host]["hostname"] == own["host"]["hostname"] == host
+        assert seen[host]["bus_ids"] == [gpu["pci_bus_id"] for gpu in own["gpus"]]
+        assert seen[host]["same_as_registered"] is True
+    assert {host: len(seen[host]["bus_ids"]) for host in hosts} == {
+        "gpu-h100-ok-01": 8, "gpu-l40s-crowded-10": 4, "gpu-t4-nvsmi-14": 1, "cpu-node-nodriver-13": 0}
+    # the inference group's policy allows 4 processes per GPU; the training group's wants exclusive GPUs
+    assert {host: (seen[host]["max_processes_per_gpu"], seen[host]["sharing"]) for host in hosts} == {
+        "gpu-h100-ok-01": (None, "exclusive"), "gpu-l40s-crowded-10": (4, None), "gpu-t4-nvsmi-14": (4, None),
+        "cpu-node-nodriver-13": (None, None)}

@@ -252,8 +252,11 @@ def test_expected_gpu_count(knowledge):
 @pytest.mark.corpus
 def test_the_whole_reference_catalog_is_encoded(knowledge):
     numbers = [entry["xid"] for entry in reference("xid_catalog.yaml")["xids"]]
-    assert knowledge.xid_numbers() == sorted(numbers)
-    for number in numbers:
+    assert set(numbers) <= set(knowledge.xid_numbers())
+    # beyond the reference copy only Xids the project classified on its own assumption (173)
+    beyond = set(knowledge.xid_numbers()) - set(numbers)
+    assert beyond == {173} and {knowledge.xid(n).get("basis") for n in beyond} == {"assumed"}
+    for number in knowledge.xid_numbers():
         entry = knowledge.xid(number)
         assert entry["layer"] in LAYERS and entry["severity"] in SEVERITIES, number
         assert entry["fix"] is None or entry["fix"] in FIX_ROLES

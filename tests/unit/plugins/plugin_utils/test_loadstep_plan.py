@@ -49,6 +49,16 @@ def test_each_refusal_is_named():
     assert describe(result)[0].startswith("gpu-01: refused: the policy does not allow")
 
 
+def test_a_host_nothing_may_act_on_is_refused_first_and_whatever_else_holds():
+    reason = "its facts are replayed from a recorded fixture (gpufleet_facts_source=replay), not read from a machine"
+    result = plan("gpu-01", policy(), "vllm", facts=idle_facts(), acting_refusal=reason)
+    assert result["refusals"] == [reason] and result["steps"]
+    # a load definition the policy check refuses: the acting refusal still comes first
+    broken = plan("gpu-01", policy(), "vllm", overrides={"steps": "many"}, acting_refusal=reason)
+    assert broken["refusals"][0] == reason and len(broken["refusals"]) == 2
+    assert describe(result) == ["gpu-01: refused: " + reason]
+
+
 def test_unknown_gpu_processes_are_not_drained():
     facts = idle_facts()
     facts["collection"]["status"] = "failed"
