@@ -369,7 +369,7 @@ def collection_status(facts, subsets, answered, kernel_log_read, stopped_command
             _error_text(error) for error in facts["errors"] if _is_kernel_log_error(error)) or "no details")
     unplaced = (facts.get("kernel_log") or {}).get("unplaced_lines")
     if unplaced:
-        reasons.append("kernel log: %d lines naming NVRM in a format not read (an Xid among them would be missed)"
+        reasons.append("kernel log: %d lines naming NVRM or SXid in a format not read (an Xid among them would be missed)"
                        % unplaced)
     status = "failed" if failed else ("partial" if reasons else "complete")
     return {"status": status, "reasons": [_clip(reason) for reason in _unique(reasons)]}

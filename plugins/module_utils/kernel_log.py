@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""NVIDIA kernel log events: Xid lines, GPUs fallen off the bus, API mismatches.
+"""NVIDIA kernel log events: Xid lines, GPUs fallen off the bus, API mismatches, NVSwitch errors (SXids).
 
 parse_kernel_log() reads the text of journalctl (short-iso, short-iso-precise, short),
 syslog/kern.log files (classic, ISO 8601 with or without a zone, `YYYY-MM-DD HH:MM:SS,mmm`,
@@ -67,6 +67,20 @@ _CLIENT_VERSION_RE = re.compile(
     r"the client (?:'(?P<name>[^']{0,64})' \(pid (?P<pid>\d{1,10})\) )?has the version (?P<version>\d+(?:\.\d+)*)")
 _KERNEL_VERSION_RE = re.compile(r"this kernel module has the version (\d+(?:\.\d+)*)")
 
+# NVSwitch errors: "nvidia-nvswitch3: SXid (PCI:0000:86:00.0): 12028, Non-fatal, Link 46 <text>", logged by the
+# nvidia-nvswitch driver (not NVRM); one error may go on with ", Severity 5 Engine instance ..." and ", Data {...}"
+# lines of the same switch and SXid. Groups: device number, PCI address (or a placeholder), SXid, the rest.
+_SXID_SENDER = r"nvidia-nvswitch\d*:\s*SXid"
+_SXID_SENDER_RE = re.compile(_SXID_SENDER)
+_SXID_RE = re.compile(r"nvidia-nvswitch(\d{0,6}):\s*SXid \((?:PCI:)?([^)]{0,64})\):\s*(\d{1,9})(?!\d)\s*,?\s*(.*)", re.S)
+_SXID_FATALITY_RE = re.compile(r"(Non-fatal|Nonfatal|Fatal)\b\s*,?\s*", re.I)
+_SXID_LINK_RE = re.compile(r"Link\s+(-?\d{1,6})\b")
+_SXID_DATA_RE = re.compile(r"Data\s*(\{[^}]*\}?)")
+_SXID_DETAIL_RE = re.compile(r"(?:Severity\s+\d+|Data\s*\{)")
+# Xid 13 and 31 name the unit that faulted: "... on (GPC 7, TPC 7, SM 0): ..."
+SM_LOCATION_XIDS = (13, 31)
+_SM_LOCATION_RE = re.compile(r"\bGPC\s*(\d{1,6})\b(?:\s*,\s*TPC\s*(\d{1,6})\b)?(?:\s*,\s*SM\s*(\d{1,6})\b)?")
+
 # The message field of a kernel line: after the time, after "<host> kernel:" where a syslog or journal
 # line names its sender, after a raw "[seconds]" stamp; NVRM must begin it. Text of another sender
 # (a process that logs "NVRM: Xid ..." to syslog) or later in a kernel message (a command line the
@@ -78,7 +92,7 @@ _MESSAGE_PREFIX_RE = re.compile(
     r"|\[[A-Z][a-z]{2}\s+(?:%s)\s+\d{1,2}\s+\d\d:\d\d:\d\d\s+\d{4}\]\s*"
     r"|\d+,\d+,\d+,[^;]*;"
     r"|kernel:\s*)?"
-    r"(?:\[\s*\d+\.\d+\]\s*)?(?=NVRM)" % (_LEVEL_TEXT, _ISO_TEXT, _MONTH_ALT, _ISO_TEXT, _MONTH_ALT))
+    r"(?:\[\s*\d+\.\d+\]\s*)?(?=NVRM|%s)" % (_LEVEL_TEXT, _ISO_TEXT, _MONTH_ALT, _ISO_TEXT, _MONTH_ALT, _SXID_SENDER))
 
 # A line in a known format whose message does not start with NVRM: another sender's (syslog, RFC 5424),
 # or a kernel message that names NVRM later on. Such a line is placed (read, and no event).
@@ -108,7 +122,7 @@ class _Record:
 
 
 class UnplacedLines:
-    """NVRM lines in a format the reader does not know (no time stamp or sender it can place): counted,
+    """NVRM and SXid lines in a format the reader does not know (no time stamp or sender it can place): counted,
     with the first as an example, so that a log in another format is reported, never silently empty."""
     MAX_EXAMPLE = 200
 
@@ -122,7 +136,7 @@ class UnplacedLines:
             self.example = printable(line[:self.MAX_EXAMPLE])
 
     def describe(self):
-        return ("%d lines naming NVRM are in a format the kernel log reader does not know and were not read, "
+        return ("%d lines naming NVRM or SXid are in a format the kernel log reader does not know and were not read, "
                 "for example: %s" % (self.count, self.example))
 
 
@@ -304,13 +318,14 @@ def _records(text, clock, cutoff, unplaced=None):
             if current is not None and not current.kmsg:
                 current.text += "\n" + line.strip()
             continue
-        if "NVRM" not in line:
+        if "NVRM" not in line and "SXid" not in line:
             current = None
             continue
         anchored = _MESSAGE_PREFIX_RE.match(line)
         if anchored is None:
             current = None
-            if unplaced is not None and _KNOWN_LINE_RE.match(line) is None:
+            if unplaced is not None and ("NVRM" in line or _SXID_SENDER_RE.search(line)) \
+                    and _KNOWN_LINE_RE.match(line) is None:
                 unplaced.add(line)
             continue
         start = anchored.end()
@@ -352,7 +367,7 @@ def _joined_records(records):
         flat = _flatten(record.text)
         if pending is not None:
             held, held_flat = pending
-            if flat[:1].islower() and held.joined < _MAX_JOINED_RECORDS:
+            if flat[:1].islower() and not _is_sxid(flat) and held.joined < _MAX_JOINED_RECORDS:
                 held.joined += 1
                 held_flat = held_flat + " " + flat
                 if _is_incomplete(held_flat):
@@ -430,28 +445,103 @@ def _mismatch_event(flat, time_text):
     }
 
 
+def with_sm_location(event):
+    """An Xid 13 or 31 event with the gpc, tpc and sm its message names (None where it names none)."""
+    if event["xid"] not in SM_LOCATION_XIDS:
+        return event
+    match = _SM_LOCATION_RE.search(event["message"])
+    event["gpc"], event["tpc"], event["sm"] = (
+        tuple(_int_or_none(part) for part in match.groups()) if match else (None, None, None))
+    return event
+
+
+def _is_sxid(flat):
+    return flat.startswith("nvidia-nvswitch") and _SXID_RE.match(flat) is not None
+
+
+def _sxid_event(match, time_text):
+    device, pci, number, rest = match.groups()
+    rest = rest.strip()
+    fatality = _SXID_FATALITY_RE.match(rest)
+    link = _SXID_LINK_RE.search(rest) if fatality else None
+    data = _SXID_DATA_RE.match(rest)
+    return {
+        "sxid": int(number),
+        "device": "nvidia-nvswitch%s" % device,
+        "pci_bus_id": normalize_pci_bus_id(pci),
+        "time": time_text,
+        "fatal": (fatality.group(1).lower() == "fatal") if fatality else None,
+        "link": int(link.group(1)) if link else None,
+        "data": data.group(1) if data else None,
+        "message": rest,
+    }
+
+
+class _SxidJoiner:
+    """Joins the lines the nvidia-nvswitch driver prints for one error (the line with Fatal/Non-fatal and the
+    link, then ', Severity ...' and ', Data {...}') into one sxid event; yields each event once it is whole."""
+
+    def __init__(self):
+        self.pending = None
+
+    def take(self, match, time_text):
+        """The events finished by this SXid line, oldest first."""
+        event = _sxid_event(match, time_text)
+        held = self.pending
+        if held is not None and self._continues(held, event):
+            self._merge(held, event)
+            return []
+        self.pending = event
+        return [held] if held is not None else []
+
+    @staticmethod
+    def _continues(held, event):
+        return (_SXID_DETAIL_RE.match(event["message"]) is not None and held["sxid"] == event["sxid"]
+                and held["device"] == event["device"] and held["pci_bus_id"] == event["pci_bus_id"]
+                and not (event["data"] and held["data"]))
+
+    @staticmethod
+    def _merge(held, event):
+        if event["data"]:
+            held["data"] = event["data"]
+        else:
+            held["message"] = "%s; %s" % (held["message"], event["message"])
+
+    def flush(self):
+        held, self.pending = self.pending, None
+        return [held] if held is not None else []
+
+
 def _is_fallen(flat):
     return flat.startswith(("The NVIDIA GPU", "GPU ")) and FALLEN in flat
 
 
-def iter_kernel_events(text, now=None, window_seconds=None, boot_time=None, unplaced=None):
+def iter_kernel_events(text, now=None, window_seconds=None, boot_time=None, unplaced=None, sxids=False):
     """("xid", event) and ("kernel", event) pairs of kernel log text, in log order; see parse_kernel_log.
-    unplaced: an UnplacedLines that counts the NVRM lines of a format the reader does not know."""
+    unplaced: an UnplacedLines that counts the NVRM lines of a format the reader does not know.
+    sxids: also ("sxid", event) pairs for the NVSwitch errors (an event is yielded once its lines are whole)."""
     if not text:
         return
     now = time.time() if now is None else now
     cutoff = now - window_seconds if window_seconds is not None else None
     clock = _Clock(now, boot_time)
     pci_cache = {}
+    joiner = _SxidJoiner()
     for record, flat in _joined_records(_records(text, clock, cutoff, unplaced)):
         if flat.startswith("Xid"):
             match = _XID_RE.match(flat)
             if match:
-                yield "xid", _xid_event(match, record.time, pci_cache)
+                yield "xid", with_sm_location(_xid_event(match, record.time, pci_cache))
         elif _is_fallen(flat):
             yield "kernel", _fallen_event(flat, record.time)
         elif flat.startswith(MISMATCH):
             yield "kernel", _mismatch_event(flat, record.time)
+        elif sxids and flat.startswith("nvidia-nvswitch"):
+            match = _SXID_RE.match(flat)
+            for event in joiner.take(match, record.time) if match else ():
+                yield "sxid", event
+    for event in joiner.flush() if sxids else ():
+        yield "sxid", event
 
 
 def parse_kernel_log(text, now=None, window_seconds=None, boot_time=None, unplaced=None):
@@ -465,11 +555,17 @@ def parse_kernel_log(text, now=None, window_seconds=None, boot_time=None, unplac
     in the same text is left out: the Xid event already says it. unplaced: an UnplacedLines
     that counts the NVRM lines of a format the reader does not know.
     """
-    xid_events = []
-    kernel_events = []
-    for kind, event in iter_kernel_events(text, now, window_seconds, boot_time, unplaced):
-        (xid_events if kind == "xid" else kernel_events).append(event)
-    return xid_events, _without_fallen_of_xid79(xid_events, kernel_events)
+    xid_events, kernel_events, _sxid_events = read_kernel_events(text, now, window_seconds, boot_time, unplaced)
+    return xid_events, kernel_events
+
+
+def read_kernel_events(text, now=None, window_seconds=None, boot_time=None, unplaced=None):
+    """(xid_events, kernel_events, sxid_events): parse_kernel_log's two lists and the NVSwitch errors
+    (SXid lines of the nvidia-nvswitch driver), every event, in log order."""
+    events = {"xid": [], "kernel": [], "sxid": []}
+    for kind, event in iter_kernel_events(text, now, window_seconds, boot_time, unplaced, sxids=True):
+        events[kind].append(event)
+    return events["xid"], _without_fallen_of_xid79(events["xid"], events["kernel"]), events["sxid"]
 
 
 def _without_fallen_of_xid79(xid_events, kernel_events):
@@ -489,6 +585,7 @@ KEEP_LAST = 5
 # Groups beyond these are only counted (a log naming thousands of bus ids is damaged or hostile).
 MAX_XID_GROUPS = 64
 MAX_KERNEL_GROUPS = 32
+MAX_SXID_GROUPS = 32
 # Hours of dropped events counted one by one; older ones are summed.
 MAX_HOUR_BUCKETS = 168
 _ISO_HOUR_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d")
@@ -546,6 +643,22 @@ class _Group:
         }
 
 
+_GROUP_LIMITS = {"xid": MAX_XID_GROUPS, "kernel": MAX_KERNEL_GROUPS, "sxid": MAX_SXID_GROUPS}
+
+
+def _group_kind(kind):
+    """'xid', 'sxid', or 'kernel' for the kinds of kernel_event."""
+    return kind if kind in ("xid", "sxid") else "kernel"
+
+
+def _group_summary(group):
+    """A group's summary; an NVSwitch error group names its number in sxid (xid is null)."""
+    summary = group.summary()
+    if group.kind == "sxid":
+        summary["sxid"], summary["xid"] = summary["xid"], None
+    return summary
+
+
 class EventBounds:
     """Takes every event of a kernel log and keeps a bounded sample with exact counts: per group the
     first KEEP_FIRST and last KEEP_LAST events, the count, the first and last time, and the dropped
@@ -554,31 +667,41 @@ class EventBounds:
     def __init__(self):
         self._groups = collections.OrderedDict()
         self._sequence = 0
-        self.ungrouped = {"xid": 0, "kernel": 0}
+        self.ungrouped = {"xid": 0, "kernel": 0, "sxid": 0}
 
     def add(self, kind, event):
         self._sequence += 1
         event = dict((key, printable(value)) for key, value in event.items())
         if kind == "xid":
             key = ("xid", event["xid"], event["pci_bus_id"])
+        elif kind == "sxid":
+            key = ("sxid", event["sxid"], event["pci_bus_id"])
         else:
             key = (event["kind"], None, event["pci_bus_id"])
         group = self._groups.get(key)
         if group is None:
-            if self._group_count(kind) >= (MAX_XID_GROUPS if kind == "xid" else MAX_KERNEL_GROUPS):
+            if self._group_count(kind) >= _GROUP_LIMITS[kind]:
                 self.ungrouped[kind] += 1
                 return
             group = self._groups[key] = _Group(*key)
         group.add(self._sequence, event)
 
-    def add_all(self, xid_events, kernel_events):
+    def add_all(self, xid_events, kernel_events, sxid_events=()):
         for event in xid_events:
             self.add("xid", event)
         for event in kernel_events:
             self.add("kernel", event)
+        for event in sxid_events:
+            self.add("sxid", event)
 
     def _group_count(self, kind):
-        return sum(1 for key in self._groups if (key[0] == "xid") == (kind == "xid"))
+        return sum(1 for key in self._groups if _group_kind(key[0]) == kind)
+
+    def sxid_events(self):
+        """The kept NVSwitch error events, in log order."""
+        kept = sorted((item for group in self._groups.values() if group.kind == "sxid" for item in group.kept()),
+                      key=lambda item: item[0])
+        return [event for _seq, event in kept]
 
     def _final_groups(self):
         """Without the 'fallen off the bus' of a GPU that has an Xid 79: the Xid already says it."""
@@ -591,14 +714,14 @@ class EventBounds:
         groups = self._final_groups()
         xids = sorted((item for group in groups if group.kind == "xid" for item in group.kept()),
                       key=lambda item: item[0])
-        kernel = sorted((item for group in groups if group.kind != "xid" for item in group.kept()),
+        kernel = sorted((item for group in groups if _group_kind(group.kind) == "kernel" for item in group.kept()),
                         key=lambda item: item[0])
         summary = {
             "events": sum(group.count for group in groups) + sum(self.ungrouped.values()),
-            "kept": len(xids) + len(kernel),
+            "kept": sum(len(group.head) + len(group.tail) for group in groups),
             "dropped": sum(group.dropped for group in groups),
             "ungrouped": sum(self.ungrouped.values()),
-            "groups": [group.summary() for group in groups],
+            "groups": [_group_summary(group) for group in groups],
         }
         return [event for _seq, event in xids], [event for _seq, event in kernel], summary
 
@@ -680,10 +803,10 @@ def _event_key(event):
 
 
 def _parse_files(host, facts, files, now, window_seconds, unplaced):
-    xids, kernel = [], []
+    xids, kernel, sxids = [], [], []
     if not files:
         add_error(facts, None, "kernel log files", "source is files but no files were named")
-        return xids, kernel
+        return xids, kernel, sxids
     for path in files:
         if str(path).endswith((".gz", ".xz", ".bz2", ".zst")):
             add_error(facts, None, "read %s" % path, "compressed log files are not read")
@@ -692,15 +815,17 @@ def _parse_files(host, facts, files, now, window_seconds, unplaced):
         if text is None:
             add_error(facts, None, "read %s" % path, "file is absent or not readable")
             continue
-        file_xids, file_kernel = parse_kernel_log(text, now=now, window_seconds=window_seconds, unplaced=unplaced)
+        file_xids, file_kernel, file_sxids = read_kernel_events(
+            text, now=now, window_seconds=window_seconds, unplaced=unplaced)
         _merge_without_duplicates(xids, file_xids, _event_key)
         _merge_without_duplicates(kernel, file_kernel, _event_key)
-    return xids, kernel
+        _merge_without_duplicates(sxids, file_sxids, _event_key)
+    return xids, kernel, sxids
 
 
 def collect_kernel_log(host, facts, source="auto", files=None, window_hours=72, timeout=20):
-    """Fills facts['xid_events'] and facts['kernel_events'] with a bounded sample of the window's
-    events (EventBounds) and facts['kernel_log'] with the source, the counts and the groups.
+    """Fills facts['xid_events'], facts['kernel_events'] and facts['sxid_events'] (NVSwitch errors) with a bounded
+    sample of the window's events (EventBounds) and facts['kernel_log'] with the source, the counts and the groups.
 
     source: auto (journalctl, falling back to dmesg), journalctl, dmesg or files.
     Returns the source actually read ('journalctl', 'dmesg', 'files'), or 'none' when
@@ -712,6 +837,7 @@ def collect_kernel_log(host, facts, source="auto", files=None, window_hours=72, 
     xids, kernel, summary = bounds.result()
     facts["xid_events"].extend(xids)
     facts["kernel_events"].extend(kernel)
+    facts["sxid_events"] = bounds.sxid_events()
     summary["source"] = read
     summary["unplaced_lines"] = unplaced.count
     facts["kernel_log"] = summary
@@ -737,7 +863,8 @@ def _read_kernel_log(host, facts, bounds, unplaced, source, files, window_hours,
     if source in ("auto", "journalctl"):
         text = _run_journalctl(host, facts, window_hours, timeout)
         if text is not None:
-            _stream(bounds, iter_kernel_events(text, now=now, window_seconds=window_seconds, unplaced=unplaced))
+            _stream(bounds, iter_kernel_events(text, now=now, window_seconds=window_seconds, unplaced=unplaced,
+                                               sxids=True))
             return "journalctl"
         if source == "journalctl":
             return "none"
@@ -746,7 +873,7 @@ def _read_kernel_log(host, facts, bounds, unplaced, source, files, window_hours,
         return "none"
     text, boot_time = answer
     _stream(bounds, iter_kernel_events(text, now=now, window_seconds=window_seconds, boot_time=boot_time,
-                                       unplaced=unplaced))
+                                       unplaced=unplaced, sxids=True))
     return "dmesg"
 
 

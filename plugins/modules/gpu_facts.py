@@ -105,7 +105,7 @@ options:
     default: 20
   kernel_log_source:
     description:
-      - Where kernel log events (Xid, fallen off the bus, API mismatch) are read from.
+      - Where kernel log events (Xid, fallen off the bus, API mismatch, NVSwitch errors (SXid)) are read from.
       - V(auto) uses C(journalctl -k), then C(dmesg). V(files) reads O(kernel_log_files).
     type: str
     choices: [auto, journalctl, dmesg, files]
@@ -327,7 +327,8 @@ ansible_facts:
         1.1 added nvidia_evidence, collection, kernel_log (bounded kernel-log events with counts), driver_clients
         and kernel_events[].client_process and client_pid. 1.2 added workload and host_pressure, bmc (BMC sensors
         and event log) and kubernetes (device plugin sharing and node resources). 1.3 added kernel_log.unplaced_lines
-        and clock_offset_s. 1.4 added gpus[].recovery_action.'
+        and clock_offset_s. 1.4 added gpus[].recovery_action, sxid_events (NVSwitch errors), kernel_log groups of
+        kind sxid, and xid_events[].gpc, tpc and sm.'
       returned: always
       type: dict
       contains:
@@ -1049,6 +1050,21 @@ ansible_facts:
               description: Rest of the line.
               returned: success
               type: str
+            gpc:
+              description: 'Xid 13 and 31 only: the GPC (graphics processing cluster) the message names, null when
+                it names none; absent for other Xids. Added in 1.4.'
+              returned: success
+              type: int
+            tpc:
+              description: 'Xid 13 and 31 only: the TPC (texture processing cluster) within the GPC the message
+                names, null when it names none; absent for other Xids. Added in 1.4.'
+              returned: success
+              type: int
+            sm:
+              description: 'Xid 13 and 31 only: the SM (streaming multiprocessor) within the TPC the message names,
+                null when it names none; absent for other Xids. Added in 1.4.'
+              returned: success
+              type: int
         kernel_events:
           description: 'Other NVIDIA kernel log events: GPU fallen off the bus without an Xid line, API (driver/library)
             mismatch. The first 5 and the last 5 of each kind and GPU, in log order (since 1.1; counts in kernel_log.groups).'
@@ -1089,6 +1105,50 @@ ansible_facts:
               description: In an API mismatch from drivers 575 and later, the client's process id.
               returned: success
               type: int
+        sxid_events:
+          description: 'NVSwitch errors (SXid lines of the nvidia-nvswitch driver: ''nvidia-nvswitchN: SXid (PCI:...):
+            NNNNN, ...'') from the kernel log within kernel_log_window_hours, the lines the driver prints for one
+            error joined into one event: the first 5 and the last 5 of each SXid and switch, in log order (counts
+            in kernel_log.groups, kind sxid). Present when the kernel log was read. Added in 1.4.'
+          returned: always
+          type: list
+          elements: dict
+          contains:
+            sxid:
+              description: SXid number (the Fabric Manager user guide's NVSwitch error number).
+              returned: success
+              type: int
+            device:
+              description: The switch device as the driver names it, e.g. nvidia-nvswitch3.
+              returned: success
+              type: str
+            pci_bus_id:
+              description: The NVSwitch's PCI address, normalised DDDD:BB:DD.F; null when the line names none (or
+                a placeholder).
+              returned: success
+              type: str
+            time:
+              description: ISO 8601 or the raw timestamp, as in xid_events.
+              returned: success
+              type: str
+            fatal:
+              description: true for 'Fatal', false for 'Non-fatal' as the line says; null when no line of the error
+                says either.
+              returned: success
+              type: bool
+            link:
+              description: The switch port (Link N) the line names, null when none.
+              returned: success
+              type: int
+            data:
+              description: The Data {...} words of the error, null when not logged.
+              returned: success
+              type: str
+            message:
+              description: The text after the SXid number; a following ', Severity ...' line of the same error is
+                joined with '; '.
+              returned: success
+              type: str
         kernel_log:
           description: 'How the kernel log was read and how its events were bounded (with the kernel_log subset;
             added in 1.1). Events are grouped per Xid and GPU (xid_event) and per kind and GPU (kernel_event). Of
@@ -1111,7 +1171,7 @@ ansible_facts:
               returned: success
               type: int
             kept:
-              description: Events kept whole in xid_events and kernel_events.
+              description: Events kept whole in xid_events, kernel_events and sxid_events.
               returned: success
               type: int
             dropped:
@@ -1123,12 +1183,12 @@ ansible_facts:
               returned: success
               type: int
             unplaced_lines:
-              description: 'Lines naming NVRM in a format the reader does not know (no time stamp or sender it can
-                place): not read, only counted here; when there are any an entry in errors (call ''kernel log'')
-                gives the count and the first of them, and collection.status is partial. The formats read are journalctl
-                short, short-iso and short-iso-precise, syslog and kern.log (classic, ISO 8601 with or without a
-                zone, YYYY-MM-DD HH:MM:SS,mmm, RFC 5424), dmesg --ctime, dmesg --decode, raw dmesg (with or without
-                its <priority>), /dev/kmsg and bare NVRM lines. Added in 1.3.'
+              description: 'Lines naming NVRM (or SXid, since 1.4) in a format the reader does not know (no time
+                stamp or sender it can place): not read, only counted here; when there are any an entry in errors
+                (call ''kernel log'') gives the count and the first of them, and collection.status is partial. The
+                formats read are journalctl short, short-iso and short-iso-precise, syslog and kern.log (classic,
+                ISO 8601 with or without a zone, YYYY-MM-DD HH:MM:SS,mmm, RFC 5424), dmesg --ctime, dmesg --decode,
+                raw dmesg (with or without its <priority>), /dev/kmsg and bare NVRM lines. Added in 1.3.'
               returned: success
               type: int
             groups:
@@ -1138,7 +1198,8 @@ ansible_facts:
               elements: dict
               contains:
                 kind:
-                  description: 'xid for Xid events, else the kernel_event kind. One of: xid, fallen_off_bus, api_mismatch.'
+                  description: 'xid for Xid events, sxid for NVSwitch errors (since 1.4), else the kernel_event
+                    kind. One of: xid, fallen_off_bus, api_mismatch, sxid.'
                   returned: success
                   type: str
                 xid:
@@ -1190,6 +1251,10 @@ ansible_facts:
                       description: The latest hour summed into older (YYYY-MM-DDTHH), null when none.
                       returned: success
                       type: str
+                sxid:
+                  description: The SXid number (kind sxid only). Added in 1.4.
+                  returned: success
+                  type: int
         driver_clients:
           description: Processes that mapped NVIDIA userspace driver libraries (libcuda, libnvidia-*) of another
             version than the running kernel module, from /proc/<pid>/maps (gather_subset driver_clients); null when

@@ -14,7 +14,9 @@ Order matters, each step only looks at what the earlier ones left unexplained:
    cards: the same error on several cards speaks against the cards even when most of the group is
    clean. Its weight is hosts hit x (share in the group - share outside); the strongest names the
    cause, and all of them stay in its evidence["hypotheses"], with one card as the rival hypothesis.
-3. card: the same hardware-layer Xid >= CARD_MIN_EVENTS times on one GPU within the window.
+3. card: the same hardware-layer Xid >= CARD_MIN_EVENTS times on one GPU within the window, or application Xids
+   repeating on one GPU under different workloads (hardware.xid_app_repeat, with the application-Xid findings of
+   that GPU that no earlier step explained).
 Each finding a cause covers gets evidence["explained_by"] = the cause id (findings are changed in place).
 """
 
@@ -35,6 +37,7 @@ HYPOTHESIS_KINDS = ("driver", "firmware", "workload")
 MAX_HYPOTHESES = 8
 CARD_MIN_EVENTS = 3
 CARD_RULES = ("hardware.xid", "hardware.gpu_lost")
+APP_REPEAT_RULE = "hardware.xid_app_repeat"
 DRIVER_SYMPTOM_RULES = ("driver.kernel_userspace_mismatch", "driver.gpu_unsupported",
                         "driver.cuda_toolkit_unsupported", "driver.xid")
 MEMORY_RULE = "workload.memory_near_full"
@@ -436,20 +439,75 @@ def card_causes(findings_by_host, fleet=None):
     """fleet (FleetGroups): when given, each card cause keeps the hypotheses its symptoms were weighed on."""
     cards = {}
     for host, findings in sorted(findings_by_host.items()):
+        _follow_explained_repeats(findings)
         for finding in findings:
-            count = (finding.get("evidence") or {}).get("count") or 0
-            if finding.get("rule") in CARD_RULES and _xid(finding) is not None and count >= CARD_MIN_EVENTS \
-                    and not _explained(finding):
+            if _points_at_card(finding):
                 cards.setdefault(_card_key(host, finding), []).append((host, finding))
+        for repeat, finding in _repeat_riders(findings):
+            cards[_card_key(host, repeat)].append((host, finding))
     symptoms = _symptom_hosts(findings_by_host) if fleet is not None and cards else {}
     causes = []
     for key, entries in sorted(cards.items()):
         weighed = [weigh_symptom(symptom, symptoms[symptom], fleet)[:MAX_HYPOTHESES]
-                   for symptom in sorted({_symptom(finding) for _host, finding in entries}) if symptom in symptoms]
+                   for symptom in sorted({_symptom(finding) for _host, finding in entries} - {None}) if symptom in symptoms]
         causes.append(_card_cause(key, entries))
         if fleet is not None:
             causes[-1]["evidence"]["hypotheses"] = [entry for group in weighed for entry in group]
     return causes
+
+
+def _points_at_card(finding):
+    """A hardware-layer Xid >= CARD_MIN_EVENTS times on one GPU, or application Xids repeating there under
+    different workloads, that no earlier step explained."""
+    count = (finding.get("evidence") or {}).get("count") or 0
+    if count < CARD_MIN_EVENTS or _explained(finding):
+        return False
+    return finding.get("rule") == APP_REPEAT_RULE or (finding.get("rule") in CARD_RULES and _xid(finding) is not None)
+
+
+def _repeated_xid_findings(repeat, findings):
+    """The findings of the Xids a hardware.xid_app_repeat finding counts, on its GPU (workload.xid ...)."""
+    xids = {entry.get("xid") for entry in repeat["evidence"].get("xids") or ()}
+    return [finding for finding in findings if finding.get("rule") not in CARD_RULES + (APP_REPEAT_RULE,)
+            and finding.get("gpu") == repeat.get("gpu") and _xid(finding) in xids]
+
+
+def _follow_explained_repeats(findings):
+    """A repeat whose Xids an earlier step explained (a driver version, how work is packed) goes with that cause."""
+    for repeat in findings:
+        if repeat.get("rule") != APP_REPEAT_RULE or _explained(repeat):
+            continue
+        counted = _repeated_xid_findings(repeat, findings)
+        if counted and all(_explained(finding) for finding in counted):
+            _mark([repeat], counted[0]["evidence"]["explained_by"])
+
+
+def _repeat_riders(findings):
+    """[(repeat, finding)]: for each hardware.xid_app_repeat finding that points at its card, the findings of the
+    Xids it counts on its GPU (workload.xid ...) that no earlier step explained: the same faults, the same cause."""
+    riders, taken = [], set()
+    for repeat in findings:
+        if repeat.get("rule") == APP_REPEAT_RULE and _points_at_card(repeat):
+            for finding in _repeated_xid_findings(repeat, findings):
+                if not _explained(finding) and id(finding) not in taken:
+                    taken.add(id(finding))
+                    riders.append((repeat, finding))
+    return riders
+
+
+def _points_at_card_rule(finding):
+    return finding.get("rule") == APP_REPEAT_RULE or finding.get("rule") in CARD_RULES
+
+
+def _card_symptoms(finding):
+    """[(xid, count)] and the text of what a card finding shows."""
+    evidence = finding["evidence"]
+    if finding.get("rule") == APP_REPEAT_RULE:
+        pairs = [(entry["xid"], entry["count"]) for entry in evidence.get("xids") or ()]
+        text = "%s from %d processes" % (", ".join("Xid %d x%d" % pair for pair in pairs),
+                                         len(evidence.get("processes") or ()))
+        return pairs, text
+    return [(_xid(finding), evidence["count"])], "Xid %d x%d" % (_xid(finding), evidence["count"])
 
 
 def _card_cause(key, entries):
@@ -457,7 +515,8 @@ def _card_cause(key, entries):
     findings = [finding for _host, finding in entries]
     _mark(findings, cause_id)
     host, first = entries[0]
-    xids = ", ".join("Xid %d x%d" % (_xid(f), f["evidence"]["count"]) for f in findings)
+    shown = [_card_symptoms(f) for f in findings if _points_at_card_rule(f)]
+    xids = ", ".join(text for _pairs, text in shown)
     return {
         "id": cause_id,
         "kind": "card",
@@ -467,7 +526,7 @@ def _card_cause(key, entries):
                    "points at that card" % (xids, key, host, first.get("gpu")),
         "hosts": sorted({host for host, _finding in entries}),
         "evidence": {"gpu": key, "host": host, "pci_bus_id": first.get("gpu"),
-                     "xids": [{"xid": _xid(f), "count": f["evidence"]["count"]} for f in findings]},
+                     "xids": [{"xid": xid, "count": count} for pairs, _text in shown for xid, count in pairs]},
         "action": "Drain the GPU, run dcgmi diag -r 3 (or the vendor field diagnostic) and hand the card over for "
                   "repair if it fails; swap it into another slot or host to confirm when in doubt.",
     }

@@ -16,6 +16,7 @@ import json
 from ansible_collections.gpufleet.core.plugins.plugin_utils import (
     rules_bmc, rules_collection, rules_driver, rules_hardware, rules_k8s, rules_scheduling, rules_workload,
     rules_workload_health)
+from ansible_collections.gpufleet.core.plugins.plugin_utils import rules_fabric, rules_xid_repeat
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYER_ORDER
 from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import RULES, Context, list_rules, parse_time
 from ansible_collections.gpufleet.core.plugins.plugin_utils.host_clock import on_host_clock
@@ -28,7 +29,7 @@ ABSENT_STACK_RULES = ("driver.kernel_userspace_mismatch", "driver.nvidia_absent"
 
 # Importing a rules module registers its rules.
 RULE_MODULES = (rules_collection, rules_driver, rules_hardware, rules_scheduling, rules_workload,
-                rules_workload_health, rules_bmc, rules_k8s)
+                rules_workload_health, rules_bmc, rules_k8s, rules_fabric, rules_xid_repeat)
 
 
 def _checks(scope):

@@ -18,7 +18,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import s
 MAX_EVENTS_PER_LAYER = 25
 MAX_FINDINGS_PER_LAYER = 50
 KIND_WORDS = {
-    "xid": "Xid", "fallen_off_bus": "GPU fallen off the bus", "api_mismatch": "driver API mismatch",
+    "xid": "Xid", "sxid": "NVSwitch error (SXid)", "fallen_off_bus": "GPU fallen off the bus",
+    "api_mismatch": "driver API mismatch",
     "pcie_aer": "PCIe AER error", "oom_kill": "OOM kill", "service_start": "service start",
     "service_stop": "service stop", "service_failed": "service failure", "service_restart": "service restart",
     "service_exit": "service process exit", "service_log": "service error line", "bmc_event": "BMC event",
@@ -26,7 +27,7 @@ KIND_WORDS = {
     "package_downgrade": "package downgrade", "package_remove": "package removal", "boot": "boot",
     "boot_end": "end of a boot", "audit_run": "earlier gpufleet run", "finding_first_seen": "finding first seen",
 }
-SYMPTOM_KINDS = ("xid", "fallen_off_bus", "api_mismatch", "pcie_aer", "oom_kill", "service_failed",
+SYMPTOM_KINDS = ("xid", "sxid", "fallen_off_bus", "api_mismatch", "pcie_aer", "oom_kill", "service_failed",
                  "service_restart", "service_exit", "service_log", "bmc_event", "boot", "package_install",
                  "package_upgrade", "package_downgrade", "package_remove")
 

@@ -71,6 +71,9 @@ def _summary_text(host, result, facts=None):
     xids = sorted({event["xid"] for event in facts.get("xid_events") or []})
     if xids:
         parts.append("xid=%s" % ",".join(str(x) for x in xids))
+    sxids = sorted({event["sxid"] for event in facts.get("sxid_events") or []})
+    if sxids:
+        parts.append("sxid=%s" % ",".join(str(x) for x in sxids))
     return " ".join(parts) + _error_suffix(facts)
 
 

@@ -2,7 +2,8 @@
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Kernel log events for the timeline: the NVRM events exactly as the collector parses them (Xid, fallen off
-the bus, API mismatch: module_utils/kernel_log.py), plus the kernel's OOM kills and PCIe AER errors."""
+the bus, API mismatch: module_utils/kernel_log.py) and the NVSwitch errors (SXid), plus the kernel's OOM kills and
+PCIe AER errors."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -24,6 +25,8 @@ _AER_RE = re.compile(r"(?:(\S+) )?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\
 def _nvrm_marker(kind, entry):
     if kind == "xid":
         return "Xid", "): %d" % entry["xid"]
+    if kind == "sxid":
+        return "SXid", "): %d" % entry["sxid"]
     if entry["kind"] == "fallen_off_bus":
         return "fallen off the bus", None
     return "API mismatch", None
@@ -33,12 +36,15 @@ def _locate(lines, start, marker, detail):
     """Index of the first line at or after start that holds the marker (and detail), else None."""
     for position in range(start, len(lines)):
         text = lines[position]
-        if "NVRM" in text and marker in text and (detail is None or detail in text):
+        if ("NVRM" in text or "SXid" in text) and marker in text and (detail is None or detail in text):
             return position
     return None
 
 
 def _nvrm_summary(kind, entry):
+    if kind == "sxid":
+        return "NVSwitch SXid %d on %s (%s): %s" % (entry["sxid"], entry["device"], entry.get("pci_bus_id") or "?",
+                                                    entry["message"]), "sxid"
     if kind == "xid":
         process = ""
         if entry.get("pid") or entry.get("process_name"):
@@ -56,17 +62,21 @@ def _nvrm_layer(kind, entry):
 
 def nvrm_events(text, host, file_name, clock, now, boot_time=None):
     lines = text.splitlines()
-    found, cursor = [], 0
-    for kind, entry in iter_kernel_events(text, now=now, boot_time=boot_time):
+    # an SXid event comes once its last line is read, after NVRM events of later lines: each has its own cursor
+    found, cursors = [], {"sxid": 0, "nvrm": 0}
+    for kind, entry in iter_kernel_events(text, now=now, boot_time=boot_time, sxids=True):
         marker, detail = _nvrm_marker(kind, entry)
-        position = _locate(lines, cursor, marker, detail)
+        lane = "sxid" if kind == "sxid" else "nvrm"
+        position = _locate(lines, cursors[lane], marker, detail)
         if position is not None:
-            cursor = position + 1
+            cursors[lane] = position + 1
         summary, event_kind = _nvrm_summary(kind, entry)
-        details = {key: entry.get(key) for key in ("xid", "pid", "process_name") if entry.get(key) is not None}
+        details = {key: entry.get(key) for key in ("xid", "pid", "process_name", "sxid", "fatal", "link")
+                   if entry.get(key) is not None}
         found.append(event(epoch_of_iso(entry.get("time")), host, _nvrm_layer(kind, entry), SOURCE, event_kind,
                            summary, clock, file_name, None if position is None else position + 1,
-                           lines[position] if position is not None else None, gpu=entry.get("pci_bus_id"),
+                           lines[position] if position is not None else None,
+                           gpu=entry.get("pci_bus_id") if kind != "sxid" else None,
                            **details))
     return found
 

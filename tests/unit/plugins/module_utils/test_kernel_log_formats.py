@@ -74,7 +74,7 @@ def test_collection_reports_unplaced_lines_in_the_facts_and_errors():
     assert [xid["xid"] for xid in facts["xid_events"]] == [109]
     assert facts["kernel_log"]["unplaced_lines"] == 3
     assert [(error["call"], error["reason"]) for error in facts["errors"]] == [
-        ("kernel log", "3 lines naming NVRM are in a format the kernel log reader does not know and were not read, "
+        ("kernel log", "3 lines naming NVRM or SXid are in a format the kernel log reader does not know and were not read, "
                        "for example: " + UNKNOWN_FORMAT[0])]
 
 
@@ -117,4 +117,4 @@ def test_unplaced_lines_make_the_collection_partial_on_a_gpu_host():
                                  nvml_library=SimulatedNvmlLibrary(scenario_h100_node(1))).run()[0]
     assert_valid_facts(facts)
     assert facts["collection"] == {"status": "partial", "reasons": [
-        "kernel log: 3 lines naming NVRM in a format not read (an Xid among them would be missed)"]}
+        "kernel log: 3 lines naming NVRM or SXid in a format not read (an Xid among them would be missed)"]}

@@ -48,6 +48,29 @@ def test_kernel_events_of_empty_or_garbage_text():
     assert kernel_events("\x00\xff garbage NVRM: Xid (\n[", HOST, "kernel.log", "c") == []
 
 
+SXID_LOG = "".join(line + "\n" for line in [
+    "2026-11-29T21:14:05.000000+00:00 gpu-07 kernel: nvidia-nvswitch2: "
+    "SXid (PCI:0000:15:00.0): 20034, Fatal, Link 30 LTSSM Fault Up",
+    "2026-11-29T21:14:05.000000+00:00 gpu-07 kernel: nvidia-nvswitch2: "
+    "SXid (PCI:0000:15:00.0): 20034, Data {0x50610002, 0x10100030}",
+    "2026-11-29T21:14:07.500000+00:00 gpu-07 kernel: "
+    "NVRM: Xid (PCI:0000:3b:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error detected on link 3",
+])
+
+
+def test_nvswitch_errors_are_timeline_events_beside_the_nvlink_xid():
+    events = kernel_events(SXID_LOG, HOST, "kernel.log", "host clock, UTC")
+    by_kind = {event["kind"]: event for event in events}
+    assert sorted(by_kind) == ["sxid", "xid"]
+    sxid = by_kind["sxid"]
+    assert sxid["time"] == "2026-11-29T21:14:05Z" and sxid["gpu"] is None and sxid["layer"] == "hardware"
+    assert sxid["evidence"] == {"file": "kernel.log", "line": 1}
+    assert sxid["details"] == {"sxid": 20034, "fatal": True, "link": 30}
+    assert sxid["summary"] == ("NVSwitch SXid 20034 on nvidia-nvswitch2 (0000:15:00.0): "
+                               "Fatal, Link 30 LTSSM Fault Up")
+    assert by_kind["xid"]["evidence"]["line"] == 3
+
+
 def record(stamp_us, message, **fields):
     entry = {"__REALTIME_TIMESTAMP": str(stamp_us), "__CURSOR": "c%d" % stamp_us, "MESSAGE": message,
              "_BOOT_ID": "b1"}
