@@ -141,8 +141,10 @@ def test_a_step_samples_the_load_and_leaves_nothing_running(tmp_path):
     assert busy, result["samples"]
     assert max(len(gpu["processes"]) for gpu in busy) == 3
     assert {process["used_mib"] for gpu in busy for process in gpu["processes"]} == {10000}
-    assert "sw_power_cap" in busy[-1]["throttle_reasons"] and busy[-1]["power_w"] >= 200
-    assert busy[-1]["sm_clock_mhz"] < busy[-1]["max_sm_clock_mhz"]
+    # the cap is reached with all three workers on the GPU (the last busy sample may see one already gone)
+    full = [gpu for gpu in busy if len(gpu["processes"]) == 3][-1]
+    assert "sw_power_cap" in full["throttle_reasons"] and full["power_w"] >= 200
+    assert full["sm_clock_mhz"] < full["max_sm_clock_mhz"]
     assert [event["xid"] for event in result["kernel"]["xid"]] == [119]
     assert set(result["samples"][0]["pressure"]) == {"cpu_some_avg10", "io_some_avg10", "memory_some_avg10"}
 
