@@ -282,6 +282,22 @@ def test_the_other_auditing_playbooks_exit_4_when_nothing_was_audited(tmp_path, 
     assert not (tmp_path / "reports").exists()
 
 
+def test_a_rollout_with_no_host_exits_4_naming_the_inventory_or_the_pattern(tmp_path):
+    missing = str(tmp_path / "missing.yml")
+    inventory = write_inventory(tmp_path / "hosts.yml", {HEALTHY: local_host(HEALTHY)})
+    cases = [([missing], "the inventory has no host: %s does not exist" % missing),
+             ([inventory, "-e", "gpufleet_driver_hosts=no_such_group"], "no host matched the pattern no_such_group"),
+             ([inventory, "-e", "gpufleet_driver_hosts=%s" % NVSMI, "--limit", HEALTHY],
+              "no host matched the pattern %s with --limit %s" % (NVSMI, HEALTHY))]
+    for argv, reason in cases:
+        result = subprocess.run([PLAYBOOK_BIN, "driver_rollout.yml", "-i"] + argv + ["-e", "gpufleet_report_dir=%s" % (
+            tmp_path / "reports")], cwd=ROOT, env=playbook_env(), capture_output=True, text=True, timeout=300,
+            check=False)
+        assert result.returncode == 4, (argv, output(result)[-3000:])
+        assert "not rolled out: %s; nothing was rolled out" % reason in " ".join(result.stdout.split())
+    assert not (tmp_path / "reports").exists()
+
+
 def marking_interpreter(tmp_path):
     """(interpreter, mark): every module run with this interpreter appends a line to the mark file."""
     contacted = tmp_path / "contacted"
