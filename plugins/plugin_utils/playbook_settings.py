@@ -17,6 +17,7 @@ import collections
 import functools
 
 from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.parsing.vault import EncryptedString
 
 from ansible_collections.gpufleet.core.plugins.module_utils.collector import ALL_SUBSETS
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import FAIL_SEVERITIES
@@ -239,6 +240,8 @@ def setting_problems(variables):
         if name not in variables:
             continue
         value, problem = read_setting(variables, name)
+        if isinstance(value, EncryptedString):
+            continue  # a vaulted value (!vault) is not decrypted here: the task that uses it does, and says so
         if problem is None:
             allowed = rule.check(value)
             problem = Problem((), "%s, %s" % (allowed, rule.shown(value)), name) if allowed else None

@@ -5,6 +5,7 @@ import os
 import re
 
 import pytest
+from ansible.parsing.vault import EncryptedString
 
 from ansible_collections.gpufleet.core.plugins.action.policy_check import HostVariables, failure_result
 from ansible_collections.gpufleet.core.plugins.plugin_utils.playbook_settings import SETTINGS, setting_problems
@@ -76,6 +77,15 @@ def test_a_password_is_never_shown_and_a_store_url_only_without_its_password():
     [line] = lines({"gpufleet_store_url": "mysql://gpufleet:hunter2@db/gpufleet"})
     assert line.startswith("gpufleet_store_url: must be a database URL: postgresql://")
     assert line.endswith("got 'mysql://gpufleet:***@db/gpufleet'") and "hunter2" not in line
+
+
+@pytest.mark.parametrize("name", ["gpufleet_bmc_password", "gpufleet_bmc_user", "gpufleet_store_url"])
+def test_a_vaulted_value_passes_without_being_decrypted(name):
+    # an inline !vault value reaches the check as ansible-core's EncryptedString, not a str
+    vaulted = EncryptedString(ciphertext="$ANSIBLE_VAULT;1.1;AES256\n6162636465660a")
+    assert lines({name: vaulted}) == []
+    assert lines({"gpufleet_bmc_password": ""}) == [
+        "gpufleet_bmc_password: must be a non-empty string, got a value that is not shown"]
 
 
 def test_a_slice_needs_its_count_and_fits_in_it():
