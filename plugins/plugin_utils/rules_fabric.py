@@ -91,8 +91,8 @@ def _summary(evidence):
         ", link%s %s" % ("s" if len(links) > 1 else "", ", ".join(map(str, links))) if links else "",
         evidence["window_hours"])
     if joined:
-        text += "; with %s within %d s" % (", ".join("Xid %d x%d on %s" % (j["xid"], j["count"], j["gpu"] or "a GPU")
-                                                    for j in joined[:3]), SXID_JOIN_SECONDS)
+        joined_text = ", ".join("Xid %d x%d on %s" % (j["xid"], j["count"], j["gpu"] or "a GPU") for j in joined[:3])
+        text += "; with %s within %d s" % (joined_text, SXID_JOIN_SECONDS)
     return text
 
 

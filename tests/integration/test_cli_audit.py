@@ -177,7 +177,7 @@ def test_ctrl_c_stops_ansible_playbook_and_reports_the_run_as_interrupted(tmp_pa
             time.sleep(0.2)
         hung_pid = int(pid_file.read_text())
         command.send_signal(signal.SIGINT)
-        rest, _ = command.communicate(timeout=60)
+        rest, _errors = command.communicate(timeout=60)
     finally:
         if command.poll() is None:
             command.kill()

@@ -25,7 +25,6 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.fleet_view import fl
 from ansible_collections.gpufleet.core.plugins.plugin_utils.host_diagnosis import policy_digest
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
 from tests.support.bmc_samples import SDR_ELIST, SEL_ELIST
-from tests.support.schema_check import ROOT
 from tests.unit.plugins.action.test_audit_verdict import mode_of, umask  # noqa: F401 pylint: disable=unused-import
 from tests.unit.plugins.plugin_utils.test_facts_validation import replaced
 
@@ -56,6 +55,7 @@ def clock_in_step(monkeypatch):
     """The fixture's collected_at is days before the test runs: the host clock's offset is left out here, so the
     facts file is FACTS byte for byte (the offset's own tests: test_rules_clock.py)."""
     monkeypatch.setattr(action_module, "measured_offset", lambda collected_at, sent, answered: None)
+
 
 MODULE_RESULT = {"changed": False, "ansible_facts": {"gpufleet": FACTS}}
 

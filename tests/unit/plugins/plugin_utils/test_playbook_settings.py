@@ -11,7 +11,7 @@ from ansible_collections.gpufleet.core.plugins.action.policy_check import HostVa
 from ansible_collections.gpufleet.core.plugins.plugin_utils.playbook_settings import SETTINGS, setting_problems
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import FleetPolicies, PolicyError
 from tests.support.schema_check import ROOT
-from tests.unit.plugins.action.test_policy_check import hostvars, inventory  # noqa: F401  # fixtures
+from tests.unit.plugins.action.test_policy_check import hostvars, inventory  # noqa: F401 pylint: disable=unused-import
 
 
 def lines(variables):

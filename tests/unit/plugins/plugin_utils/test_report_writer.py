@@ -385,9 +385,9 @@ def test_terminal_says_not_judged_never_pass_over_critical_findings_when_fail_se
     lines = render_terminal(report).splitlines()
     result = [line for line in lines if line.startswith("Result: ")]
     by_severity = report["summary"]["by_severity"]
+    counts = (by_severity["critical"], by_severity["warning"], by_severity["info"])
     assert result == ["Result: NOT JUDGED - fail_severity is none: findings never fail this run "
-                      "(%d critical, %d warning, %d info)" % (by_severity["critical"], by_severity["warning"],
-                                                             by_severity["info"])]
+                      "(%d critical, %d warning, %d info)" % counts]
     assert "PASS" not in render_html(report)
 
 

@@ -102,8 +102,8 @@ def test_one_program_faulting_at_different_sms_is_its_own_bug():
 
 
 def test_two_workloads_with_one_fault_each_are_not_yet_a_repeat():
-    xids = [own_xid_31(4100, "2026-11-30T01:00:00Z", name="train"), own_xid_31(5200, "2026-11-30T02:00:00Z",
-                                                                             name="infer")]
+    xids = [own_xid_31(4100, "2026-11-30T01:00:00Z", name="train"),
+            own_xid_31(5200, "2026-11-30T02:00:00Z", name="infer")]
     assert repeats(node_with_xids(xids), now=None) == []
     third = own_xid_31(5200, "2026-11-30T03:00:00Z", name="infer")
     assert len(repeats(node_with_xids(xids + [third]), now=None)) == 1
@@ -119,8 +119,8 @@ def test_a_process_logged_later_than_the_attribution_window_is_not_borrowed():
 
 
 def test_the_card_step_of_the_correlation_takes_up_the_repeat():
-    xids = [own_xid_31(4100, "2026-11-30T01:00:00Z", name="train"), own_xid_31(5200, "2026-11-30T02:00:00Z",
-                                                                             name="infer"),
+    xids = [own_xid_31(4100, "2026-11-30T01:00:00Z", name="train"),
+            own_xid_31(5200, "2026-11-30T02:00:00Z", name="infer"),
             own_xid_31(5200, "2026-11-30T03:00:00Z", name="infer")]
     facts = node_with_xids(xids)
     findings = findings_of(facts)
