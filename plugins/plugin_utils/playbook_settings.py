@@ -17,6 +17,7 @@ import collections
 import functools
 
 from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.errors import AnsibleValueOmittedError
 from ansible.parsing.vault import EncryptedString
 
 from ansible_collections.gpufleet.core.plugins.module_utils.collector import ALL_SUBSETS
@@ -212,10 +213,16 @@ SETTINGS = collections.OrderedDict([
 ])
 
 
+OMITTED = object()
+
+
 def read_setting(variables, name):
-    """(value, None), or (None, problem) when the value cannot be templated."""
+    """(value, None), or (None, problem) when the value cannot be templated; (OMITTED, None) for a value that is
+    `omit` on this host (the task that passes it leaves the option out)."""
     try:
         return variables[name], None
+    except AnsibleValueOmittedError:
+        return OMITTED, None
     except Exception as error:  # pylint: disable=broad-except  # Ansible templating raises its own errors
         return None, Problem((), "cannot be read: %s" % one_line(error), name)
 
@@ -240,8 +247,8 @@ def setting_problems(variables):
         if name not in variables:
             continue
         value, problem = read_setting(variables, name)
-        if isinstance(value, EncryptedString):
-            continue  # a vaulted value (!vault) is not decrypted here: the task that uses it does, and says so
+        if value is OMITTED or isinstance(value, EncryptedString):
+            continue  # omitted: unset on this host; a vaulted value (!vault) is decrypted by the task that uses it
         if problem is None:
             allowed = rule.check(value)
             problem = Problem((), "%s, %s" % (allowed, rule.shown(value)), name) if allowed else None

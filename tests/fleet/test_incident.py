@@ -52,7 +52,8 @@ def timeline(incident_fleet):
     report_dir = tempfile.mkdtemp(prefix="incident-fleet-")
     run = fleet.playbook("incident.yml", limit=HOST, extra_vars={"gpufleet_report_dir": report_dir})
     assert run.rc in (0, 2), run.output()
-    latest = os.path.join(report_dir, "latest")
+    # a --limit incident is a partial run: latest-partial, never the fleet's latest
+    latest = os.path.join(report_dir, "latest-partial")
     with open(os.path.join(latest, "timeline.json")) as stream:
         return json.load(stream), latest, stamp
 

@@ -5,6 +5,7 @@ import os
 import re
 
 import pytest
+from ansible.errors import AnsibleValueOmittedError
 from ansible.parsing.vault import EncryptedString
 
 from ansible_collections.gpufleet.core.plugins.action.policy_check import HostVariables, failure_result
@@ -86,6 +87,25 @@ def test_a_vaulted_value_passes_without_being_decrypted(name):
     assert lines({name: vaulted}) == []
     assert lines({"gpufleet_bmc_password": ""}) == [
         "gpufleet_bmc_password: must be a non-empty string, got a value that is not shown"]
+
+
+class OmittedOn(dict):
+    """Variables whose named ones template to `omit` on this host, as HostVariables reads them."""
+
+    def __init__(self, omitted, **values):
+        super().__init__(values, **dict.fromkeys(omitted))
+        self.omitted = omitted
+
+    def __getitem__(self, name):
+        if name in self.omitted:
+            raise AnsibleValueOmittedError("A template was resolved to an Omit scalar.")
+        return super().__getitem__(name)
+
+
+def test_a_setting_that_is_omit_on_this_host_is_unset_here():
+    # "{{ '/x.json' if inventory_hostname == 'a' else omit }}": the hosts where it is omit leave the option out
+    assert lines(OmittedOn(["gpufleet_facts_fixture"], gpufleet_fail_severity="bogus")) == [
+        "gpufleet_fail_severity: must be one of critical, warning, info, none, got 'bogus'"]
 
 
 def test_a_slice_needs_its_count_and_fits_in_it():
