@@ -265,6 +265,18 @@ def test_an_inventory_without_hosts_exits_4_naming_it(tmp_path, kind):
     assert not report_dir.exists()
 
 
+def assert_nothing_ran(tmp_path, playbook, cases, message):
+    """Each case, ([-i argument and extra arguments], reason), runs the playbook: exit status 4, the message with
+    the reason printed, and no report folder."""
+    for argv, reason in cases:
+        result = subprocess.run([PLAYBOOK_BIN, playbook, "-i"] + argv + ["-e", "gpufleet_report_dir=%s" % (
+            tmp_path / "reports")], cwd=ROOT, env=playbook_env(), capture_output=True, text=True, timeout=300,
+            check=False)
+        assert result.returncode == 4, (argv, output(result)[-3000:])
+        assert message % reason in " ".join(result.stdout.split())
+    assert not (tmp_path / "reports").exists()
+
+
 @pytest.mark.parametrize("playbook", ["incident.yml", "remediate.yml", "loadstep.yml"])
 def test_the_other_auditing_playbooks_exit_4_when_nothing_was_audited(tmp_path, playbook):
     missing = str(tmp_path / "missing.yml")
@@ -273,13 +285,7 @@ def test_the_other_auditing_playbooks_exit_4_when_nothing_was_audited(tmp_path, 
         inventory = write_inventory(tmp_path / "hosts.yml", {HEALTHY: local_host(HEALTHY)})
         cases.append(([inventory, "-e", "gpufleet_audit_hosts=no_such_group", "-e", "gpufleet_load_service=x"],
                       "no host matched the pattern no_such_group"))
-    for argv, reason in cases:
-        result = subprocess.run([PLAYBOOK_BIN, playbook, "-i"] + argv + ["-e", "gpufleet_report_dir=%s" % (
-            tmp_path / "reports")], cwd=ROOT, env=playbook_env(), capture_output=True, text=True, timeout=300,
-            check=False)
-        assert result.returncode == 4, (argv, output(result)[-3000:])
-        assert "not audited: %s" % reason in " ".join(result.stdout.split())
-    assert not (tmp_path / "reports").exists()
+    assert_nothing_ran(tmp_path, playbook, cases, "not audited: %s")
 
 
 def test_a_rollout_with_no_host_exits_4_naming_the_inventory_or_the_pattern(tmp_path):
@@ -289,13 +295,7 @@ def test_a_rollout_with_no_host_exits_4_naming_the_inventory_or_the_pattern(tmp_
              ([inventory, "-e", "gpufleet_driver_hosts=no_such_group"], "no host matched the pattern no_such_group"),
              ([inventory, "-e", "gpufleet_driver_hosts=%s" % NVSMI, "--limit", HEALTHY],
               "no host matched the pattern %s with --limit %s" % (NVSMI, HEALTHY))]
-    for argv, reason in cases:
-        result = subprocess.run([PLAYBOOK_BIN, "driver_rollout.yml", "-i"] + argv + ["-e", "gpufleet_report_dir=%s" % (
-            tmp_path / "reports")], cwd=ROOT, env=playbook_env(), capture_output=True, text=True, timeout=300,
-            check=False)
-        assert result.returncode == 4, (argv, output(result)[-3000:])
-        assert "not rolled out: %s; nothing was rolled out" % reason in " ".join(result.stdout.split())
-    assert not (tmp_path / "reports").exists()
+    assert_nothing_ran(tmp_path, "driver_rollout.yml", cases, "not rolled out: %s; nothing was rolled out")
 
 
 def marking_interpreter(tmp_path):
