@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Figure 4 of `make bench`: the controller's side of an audit for 1,000 to 10,000 hosts of 8 GPUs.
 
-Times the real `plugin_utils.audit_run.run_audit` (facts files, diagnosis, correlate,
+Times the real `plugin_utils.audit.run.run_audit` (facts files, diagnosis, correlate,
 build_report, the four reports and hosts.txt) on fleets made from the demo fleet's replayed facts,
 with each phase timed by wrapping the names run_audit calls. The baseline, timed next to every
 audit, is `json.dumps` of the same facts: one pure serialisation pass over the same data.
@@ -36,8 +36,10 @@ if str(REPO / "collections") not in sys.path:
 import pynvml  # noqa: E402
 
 from ansible_collections.gpufleet.core.plugins.module_utils.collector import Collection  # noqa: E402
-from ansible_collections.gpufleet.core.plugins.plugin_utils import audit_run, report_writer  # noqa: E402
-from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import collection_status  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit import run as audit_run
+from ansible_collections.gpufleet.core.plugins.plugin_utils import run_folder  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports import writer as report_writer  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_summary import collection_status  # noqa: E402
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import policy_from_vars  # noqa: E402
 
 DEMO = REPO / "inventories" / "demo"
@@ -219,8 +221,8 @@ def phase_timers(clock):
         (audit_run, "summary_line", clock.timed("hosts.txt lines", audit_run.summary_line)),
         (audit_run, "write_reports", clock.timed("reports", audit_run.write_reports)),
         (report_writer, "RENDERERS", renderers),
-        (report_writer, "write_atomically", clock.timed(written_file, report_writer.write_atomically)),
-        (report_writer, "point_latest", clock.timed("latest link", report_writer.point_latest)),
+        (report_writer, "write_atomically", clock.timed(written_file, run_folder.write_atomically)),
+        (report_writer, "point_latest", clock.timed("latest link", run_folder.point_latest)),
     ]
 
 
@@ -313,9 +315,9 @@ def prewrite_facts_files(results, run_dir, host_policies=None):
     computed once here (each worker computes them for its host). Returns (results that name their files, still
     holding the facts, CPU s, wall s)."""
     from ansible_collections.gpufleet.core.plugins.action.gpu_facts import KNOWLEDGE_FOR, write_host_facts
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.host_diagnosis import DIAGNOSIS_KEY, host_diagnosis
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_step import DIAGNOSIS_KEY, host_diagnosis
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import STORE_EXTRACT_KEY
-    names = report_writer.facts_file_names(sorted(results))
+    names = run_folder.facts_file_names(sorted(results))
     named = {}
     wall, cpu = time.perf_counter(), time.process_time()
     for host, result in results.items():
@@ -448,7 +450,7 @@ REPO_PREFIX = str(REPO) + os.sep
 
 
 def function_label(key):
-    """plugins/plugin_utils/correlate.py:176(<genexpr>), json/encoder.py:205(iterencode), or the built-in."""
+    """plugins/plugin_utils/rules/correlate.py:176(<genexpr>), json/encoder.py:205(iterencode), or the built-in."""
     filename, line, name = key
     if filename == "~":
         return name

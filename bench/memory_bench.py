@@ -5,7 +5,7 @@
 - held: every host's facts in its registered result (the gpu_facts action's keep_facts=true, as audit.yml ran
   before), diagnosed by run_audit;
 - files: results that only name each host's facts file (keep_facts=false): run_audit reads the files one by one,
-  diagnoses each host and keeps its fleet view (plugins/plugin_utils/fleet_view.py);
+  diagnoses each host and keeps its fleet view (plugins/plugin_utils/audit/fleet_view.py);
 - workers: as files, with each host diagnosed in its worker (the action's policy option, audit.yml now):
   run_audit reads no facts at all.
 
@@ -34,8 +34,8 @@ if str(REPO / "collections") not in sys.path:
     sys.path[:0] = [str(REPO), str(REPO / "collections")]
 
 # pylint: disable=wrong-import-position
-from ansible_collections.gpufleet.core.plugins.plugin_utils import audit_run  # noqa: E402
-from ansible_collections.gpufleet.core.plugins.plugin_utils.host_diagnosis import DIAGNOSIS_KEY  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit import run as audit_run  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_step import DIAGNOSIS_KEY  # noqa: E402
 
 MODES = ("held", "files", "workers")
 

@@ -4,7 +4,7 @@
 """Figure 5 of `make bench`: the run store (bench/README.md, section 8). Run alone with
 `bench/run.py --only store [--store-parts overhead queries size] [--store-rounds N]`.
 
-a) overhead: the controller's side of an audit (plugin_utils.audit_run.run_audit, as figure 4 times it) at
+a) overhead: the controller's side of an audit (plugin_utils.audit.run.run_audit, as figure 4 times it) at
    1,000 hosts of 8 GPUs without the store, with a SQLite store and with a PostgreSQL store (a server the
    bench starts like the tests do, tests/support/postgres.py), interleaved, each store already holding one
    run so the comparison and the trends have something to read. Ratio: with / without, per round, in wall
@@ -35,10 +35,11 @@ for entry in (str(REPO), str(REPO / "collections")):
 # pylint: disable=wrong-import-position
 from diagnose_bench import build_fleet, load_templates, prewrite_facts_files, without_facts  # noqa: E402
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils import audit_run, report_writer  # noqa: E402
-from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import collection_status  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit import run as audit_run
+from ansible_collections.gpufleet.core.plugins.plugin_utils import run_folder  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_summary import collection_status  # noqa: E402
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import host_extract  # noqa: E402
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report  # noqa: E402
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import build_report  # noqa: E402
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store import changes as change_set  # noqa: E402
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import make_engine  # noqa: E402
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.identity import identify  # noqa: E402
@@ -113,7 +114,7 @@ def audit_seconds(results, policies, folder, started_at, store, cpu=None, worker
 def extract_cpu(results):
     """CPU seconds of the store's extracts of every host (the worker's share of the store), best of 3: the facts
     file's text is made for the file either way."""
-    texts = [(report_writer.facts_file_text(result["ansible_facts"]["gpufleet"]), result["ansible_facts"]["gpufleet"])
+    texts = [(run_folder.facts_file_text(result["ansible_facts"]["gpufleet"]), result["ansible_facts"]["gpufleet"])
              for result in results.values() if collection_status(result) == "ok"]
     best = None
     for _round in range(3):

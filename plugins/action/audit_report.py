@@ -14,13 +14,14 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import FIXABLE_ROLES
 from ansible_collections.gpufleet.core.plugins.modules.audit_report import ARGUMENT_SPEC
-from ansible_collections.gpufleet.core.plugins.plugin_utils.audit_run import accepted_unreachable, host_verdicts, run_audit
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.run import (accepted_unreachable, host_verdicts,
+    run_audit)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.orchestration import orchestration
-from ansible_collections.gpufleet.core.plugins.plugin_utils.remediation import (
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.remediation import (
     compare, fixes_by_host, load_report, render_summary)
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_terminal import render_terminal
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import create_run_dir, write_atomically
-from ansible_collections.gpufleet.core.plugins.plugin_utils.run_summary import show_summary
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.terminal import render_terminal
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import create_run_dir, write_atomically
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.run_summary import show_summary
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import settings_for
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_text
 

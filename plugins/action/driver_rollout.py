@@ -11,7 +11,7 @@ import time
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.core.plugins.modules.driver_rollout import ARGUMENT_SPEC, REQUIRED_IF
-from ansible_collections.gpufleet.core.plugins.plugin_utils import driver_rollout as rollout
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rollout import run as rollout
 
 
 def utc(fmt, epoch=None):

@@ -13,9 +13,9 @@ code of the bmc_facts module, and replaces the in-band bmc facts; with run_dir t
 so that audit_report does not write it again, with what the run store keeps of the host (gpufleet_store_extract:
 the facts file compressed, the GPUs' error counters; plugin_utils/store/extract.py), so that the store only inserts;
 with policy (the host's effective policy) the host's own rules run here too (gpufleet_diagnosis: its findings, fleet
-view and summary line; plugin_utils/host_diagnosis.py), so that audit_report neither holds nor reads its facts; with
+view and summary line; plugin_utils/audit/host_step.py), so that audit_report neither holds nor reads its facts; with
 keep_facts=false the facts then leave the result (the file holds them). Before any of these, the facts are checked
-against the facts schema (plugin_utils/facts_validation.py): facts that do not match make the host's collection
+against the facts schema (plugin_utils/audit/facts_validation.py): facts that do not match make the host's collection
 failed, with what is wrong, and go no further.
 
 The imports below are loaded once, in the controller's main process, before the workers fork: the linear
@@ -36,14 +36,14 @@ from ansible.utils.vars import merge_hash
 from ansible_collections.gpufleet.core.plugins.action.audit_verdict import verdict_result
 from ansible_collections.gpufleet.core.plugins.module_utils.bmc_lan import LAN_DEFAULTS, read_bmc_over_lan
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import DeadlineHost, LiveHost
-from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import knowledge_loader
-from ansible_collections.gpufleet.core.plugins.plugin_utils.facts_validation import (
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import knowledge_loader
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.facts_validation import (
     facts_checker, facts_problems, refusal_message)
-from ansible_collections.gpufleet.core.plugins.plugin_utils.host_clock import measured_offset
-from ansible_collections.gpufleet.core.plugins.plugin_utils.host_diagnosis import DIAGNOSIS_KEY, host_diagnosis
-from ansible_collections.gpufleet.core.plugins.plugin_utils.host_summary import collection_status
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import (
-    FACTS_FILE_KEY, facts_file_names, facts_file_text, write_facts_file)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.host_clock import measured_offset
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_step import DIAGNOSIS_KEY, host_diagnosis
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_summary import collection_status
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (FACTS_FILE_KEY, facts_file_names,
+    facts_file_text, write_facts_file)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import STORE_EXTRACT_KEY, host_extract
 
 # options only this action reads; removed from the module's arguments (the module documents them)
@@ -101,7 +101,7 @@ def write_host_facts(run_dir, name, facts):
 
 
 def refuse_invalid_facts(result):
-    """A result whose facts do not match the facts schema (plugin_utils/facts_validation.py) becomes the host's
+    """A result whose facts do not match the facts schema (plugin_utils/audit/facts_validation.py) becomes the host's
     failed collection, with what is wrong, and without the facts: nothing after it reads them."""
     if collection_status(result) != "ok":
         return
@@ -143,7 +143,7 @@ def bmc_params(options, module_args):
 
 
 def note_clock_offset(result, module_args, sent, answered):
-    """Sets the facts' clock_offset_s: the host's clock minus the controller's (plugin_utils/host_clock.py); not for
+    """Sets the facts' clock_offset_s: the host's clock minus the controller's (plugin_utils/rules/host_clock.py); not for
     facts replayed from a fixture, whose collected_at is the moment they were recorded."""
     facts = result["ansible_facts"]["gpufleet"]
     if not isinstance(facts, dict) or module_args.get("fixture") or facts.get("source") == "replay":
@@ -235,7 +235,7 @@ class ActionModule(ActionBase):
         result["ansible_facts"] = dict(result["ansible_facts"], gpufleet=facts)
 
     def _diagnose(self, result, host, policy):
-        """The host's own findings, fleet view and summary line (plugin_utils/host_diagnosis.py); a diagnosis that
+        """The host's own findings, fleet view and summary line (plugin_utils/audit/host_step.py); a diagnosis that
         fails here is made again by audit_report from the facts, with a warning."""
         try:
             result[DIAGNOSIS_KEY] = host_diagnosis(host, result, policy, KNOWLEDGE_FOR)

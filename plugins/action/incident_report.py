@@ -13,8 +13,8 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.core.plugins.action.audit_report import reached_in_this_run, registered_results
 from ansible_collections.gpufleet.core.plugins.modules.incident_report import ARGUMENT_SPEC
-from ansible_collections.gpufleet.core.plugins.plugin_utils.incident_run import run_incident
-from ansible_collections.gpufleet.core.plugins.plugin_utils.run_summary import show_summary
+from ansible_collections.gpufleet.core.plugins.plugin_utils.incident.run import run_incident
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.run_summary import show_summary
 
 
 class ActionModule(ActionBase):

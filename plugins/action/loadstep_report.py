@@ -12,12 +12,12 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.core.plugins.modules.loadstep_report import ARGUMENT_SPEC
-from ansible_collections.gpufleet.core.plugins.plugin_utils import loadstep_report as report
+from ansible_collections.gpufleet.core.plugins.plugin_utils.loadstep import report
 from ansible_collections.gpufleet.core.plugins.plugin_utils.collection_version import collection_version
-from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import load_knowledge
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_loadstep_html import render_loadstep_html
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import create_run_dir
-from ansible_collections.gpufleet.core.plugins.plugin_utils.run_summary import show_summary
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge import load_knowledge
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.loadstep_html import render_loadstep_html
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import create_run_dir
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.run_summary import show_summary
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_text
 
 

@@ -10,7 +10,7 @@ __metaclass__ = type
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.core.plugins.modules.run_folder import ARGUMENT_SPEC
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import create_run_dir
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import create_run_dir
 
 
 class ActionModule(ActionBase):

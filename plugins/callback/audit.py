@@ -33,7 +33,7 @@ requirements:
 from ansible import constants as C
 from ansible.plugins.callback.default import CallbackModule as DefaultCallbackModule
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.run_summary import SUMMARY_CALLBACK, SUMMARY_KEY
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.run_summary import SUMMARY_CALLBACK, SUMMARY_KEY
 
 COLLECTION_PREFIX = "gpufleet.core."
 VERDICT_ACTION = COLLECTION_PREFIX + "audit_verdict"

@@ -10,7 +10,7 @@ name: driver_plan
 short_description: The controller-side decisions of the driver role for one host
 version_added: 1.0.0
 description:
-  - Used by the C(driver) role; the logic is in C(plugin_utils/driver_plan.py) and C(plugin_utils/drain.py). The
+  - Used by the C(driver) role; the logic is in C(plugin_utils/rollout/plan.py) and C(plugin_utils/rollout/drain.py). The
     rollout's own steps (its batches, the stop rule, the report) are the action M(gpufleet.core.driver_rollout)'s.
   - The input is a mapping whose keys depend on O(step).
   - V(host) - what one host needs. Keys C(mode) (rollout, rollback, repair), C(policy) (the effective policy),
@@ -62,12 +62,12 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils import drain
-from ansible_collections.gpufleet.core.plugins.plugin_utils import driver_plan as plan
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rollout import drain
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rollout import plan
 
 
 def _knowledge(policy):
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import knowledge_loader
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import knowledge_loader
     return knowledge_loader()(policy)
 
 

@@ -43,8 +43,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import load_knowledge
-from ansible_collections.gpufleet.core.plugins.plugin_utils.loadstep_report import analyse_steps
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge import load_knowledge
+from ansible_collections.gpufleet.core.plugins.plugin_utils.loadstep.report import analyse_steps
 
 
 def loadstep_judge(measured, plan, policy):

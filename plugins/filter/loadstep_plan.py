@@ -74,8 +74,8 @@ import os
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.loadstep_plan import describe, plan
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
+from ansible_collections.gpufleet.core.plugins.plugin_utils.loadstep.plan import describe, plan
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.format import expanded
 
 
 def _findings(report_dir):

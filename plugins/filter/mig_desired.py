@@ -47,8 +47,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import load_knowledge
-from ansible_collections.gpufleet.core.plugins.plugin_utils.mig_config import MigConfigError, desired_layout
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge import load_knowledge
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.mig_config import MigConfigError, desired_layout
 
 
 def mig_desired(facts, policy):

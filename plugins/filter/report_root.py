@@ -34,7 +34,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import report_root as _report_root
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import report_root as _report_root
 
 
 def report_root(report_dir=None):

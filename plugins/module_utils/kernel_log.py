@@ -25,7 +25,7 @@ import time
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
     add_error, normalize_pci_bus_id, printable)
 
-# The Xid that says a GPU fell off the bus. The controller's Xid catalog (plugin_utils/data/xid_catalog.yml,
+# The Xid that says a GPU fell off the bus. The controller's Xid catalog (plugin_utils/rules/data/xid_catalog.yml,
 # gpu_lost) is not shipped to hosts, so the collector names it here; a unit test keeps the two the same.
 GPU_LOST_XID = 79
 

@@ -6,7 +6,7 @@ bounded by coreutils `timeout` on the host, sample every GPU and process and the
 interval, read the kernel log written meanwhile, and stop the whole group at the end, whatever happened.
 
 Target side: standard library only (Python 3.9+). The analysis of a step (did it break, in which layer) is
-the controller's (plugin_utils/loadstep.py); this file only measures.
+the controller's (plugin_utils/loadstep/steps.py); this file only measures.
 """
 
 from __future__ import absolute_import, division, print_function

@@ -4,7 +4,7 @@
 """MIG profile names, whether a layout fits a GPU model, where its GPU instances go, and the
 nvidia-smi steps that turn the layout a GPU holds into the desired one.
 
-Standard library only: the controller (plugin_utils/mig_config.py, the audit rules) and the
+Standard library only: the controller (plugin_utils/rules/mig_config.py, the audit rules) and the
 gpufleet.core.mig_layout module on GPU hosts (Python 3.9+) share this code.
 
 Layouts are {profile: count} maps of MIG devices, where a MIG device is one compute instance:

@@ -11,7 +11,7 @@ import os
 import pytest
 
 import fleet as fleet_module
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.format import expanded
 
 HOST = "fleet-01"
 STATE_FILE = "/var/lib/gpufleet-sim/state.json"

@@ -11,7 +11,7 @@ import types
 
 import pytest
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.format import expanded
 
 from conftest import scenario_host, unit_properties
 

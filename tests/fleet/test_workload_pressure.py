@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.format import expanded
 
 UNIT = "inference.service"
 HOST = "fleet-01"

@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.acting_target import HOW_TO_PROCEED
-from ansible_collections.gpufleet.core.plugins.plugin_utils.remediation import fixes_by_host, load_report
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.remediation import fixes_by_host, load_report
 from tests.integration.test_exit_status import (
     FIXTURES, local_host, output, playbook_env, recap, unreachable_host, write_inventory)
 

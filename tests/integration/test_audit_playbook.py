@@ -8,7 +8,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.format import expanded
 
 from tests.support.schema_check import assert_valid_facts
 

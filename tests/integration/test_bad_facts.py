@@ -15,7 +15,7 @@ import re
 import sqlite3
 import zlib
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.format import expanded
 from tests.integration.test_exit_status import (
     FIXTURES, HEALTHY, NVSMI, local_host, output, read_json, recap, run_audit, write_inventory)
 from tests.support.demo_fleet import demo_audit

@@ -12,7 +12,7 @@ import sys
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import LiveHost, run_bounded
 from ansible_collections.gpufleet.core.plugins.module_utils.bmc_lan import read_lan_bmc
 from tests.support import ipmi_sim
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.format import expanded
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)

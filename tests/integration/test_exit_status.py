@@ -18,8 +18,8 @@ import jsonschema
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import REPORT_VERSION
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.format import expanded
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import REPORT_VERSION
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "inventories", "demo", "fixtures")

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import yaml
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.format import expanded
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURE = os.path.join(ROOT, "inventories", "demo", "fixtures", "gpu-h100-ok-01.json")

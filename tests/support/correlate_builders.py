@@ -1,7 +1,7 @@
 """Fleet correlation helpers: audit(fleet) and Xid events added to a node's facts."""
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.correlate import correlate
-from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_fleet
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.correlate import correlate
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import diagnose_fleet
 from tests.support.schema_check import assert_valid_facts
 from tests.support.rule_builders import KNOWLEDGE, policy, xid_event
 

@@ -10,9 +10,9 @@ import yaml
 from ansible_collections.gpufleet.core.plugins.module_utils.collector import Collection
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import parse_nvidia_smi_xml
-from ansible_collections.gpufleet.core.plugins.plugin_utils.correlate import correlate
-from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_fleet
-from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import at_or_above
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.correlate import correlate
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import diagnose_fleet
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import at_or_above
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import policy_from_vars
 from tests.support.schema_check import ROOT, assert_valid_facts
 from tests.support.rule_builders import KNOWLEDGE

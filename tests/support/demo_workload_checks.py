@@ -1,4 +1,4 @@
-"""What the demo hosts of the workload and host_pressure subsets must show (tests/unit/plugins/plugin_utils/test_diagnose_demo.py)."""
+"""What the demo hosts of the workload and host_pressure subsets must show (tests/unit/plugins/plugin_utils/rules/test_diagnose_demo.py)."""
 
 import json
 

@@ -2,7 +2,7 @@
 
 import itertools
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.mig_config import gpu_instances_needed
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.mig_config import gpu_instances_needed
 
 
 def exhaustive_fit(devices, mig_model):

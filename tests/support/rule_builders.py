@@ -1,9 +1,9 @@
 """Fact builders for the rule tests: a healthy 8x H100 node and its variants, the policy, findings_of/only."""
 
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts, new_gpu, new_process
-from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_host
-from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import LAYERS, SEVERITIES
-from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import load_knowledge
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import diagnose_host
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import LAYERS, SEVERITIES
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge import load_knowledge
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
 from simulator.gpu_models import model
 from tests.support.schema_check import assert_valid_facts

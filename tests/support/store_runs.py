@@ -2,7 +2,7 @@
 
 import copy
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import build_report
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings, record_run
 from tests.support.report_inputs import finding
 

@@ -19,9 +19,9 @@ import signal
 import sys
 import time
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.remediation import load_report as read_report
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.remediation import load_report as read_report
 from ansible_collections.gpufleet.core.plugins.plugin_utils.cli.progress import AuditProgress, ProgressDisplay
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_terminal import render_terminal
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.terminal import render_terminal
 
 # the exit statuses of the contract (audit.yml's; README "Exit status and run status")
 EXIT_PASS = 0

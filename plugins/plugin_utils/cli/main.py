@@ -11,8 +11,8 @@ import os
 import sys
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.cli import audit_command
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import report_root
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store import commands as store_commands
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import report_root
+from ansible_collections.gpufleet.core.plugins.plugin_utils.cli import store_commands
 
 ENV_STORE_URL = "GPUFLEET_STORE_URL"
 ENV_REPORT_ROOT = "GPUFLEET_REPORT_DIR"

@@ -18,7 +18,7 @@ import re
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.merge import deep_merge, to_plain
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.problems import (
     Problem, describe_value, did_you_mean)
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_custom import expression_problem
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.custom import expression_problem
 
 try:
     import jmespath

@@ -154,7 +154,7 @@ def policy_from_vars(variables, where=POLICY_VAR):
 
 def _default_mig_loader():
     try:
-        from ansible_collections.gpufleet.core.plugins.plugin_utils.mig_config import load_mig_parted_config
+        from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.mig_config import load_mig_parted_config
     except ImportError:
         return None
     return load_mig_parted_config
@@ -162,7 +162,7 @@ def _default_mig_loader():
 
 def _default_knowledge_loader():
     try:
-        from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import load_knowledge
+        from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge import load_knowledge
     except ImportError:
         return None
     return lambda tables: load_knowledge(overrides=tables)

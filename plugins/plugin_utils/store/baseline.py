@@ -10,7 +10,7 @@ __metaclass__ = type
 import datetime
 
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.fleet_view import fleet_view
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.fleet_view import fleet_view
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import delete
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import StoreError
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import baselines, find_run, run_facts

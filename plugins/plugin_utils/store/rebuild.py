@@ -21,7 +21,7 @@ REBUILT = "rebuilt"
 
 def stored_report(connection, run_name):
     """The report of a stored run, as the audit built it."""
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import build_report
     row = find_run(connection, run_name)
     findings_by_host = {}
     identified, history = [], {}
@@ -49,8 +49,8 @@ def stored_report(connection, run_name):
 
 def rebuild_reports(connection, run_name, output=None, report_root="."):
     """Writes the rebuilt reports into output (default <report root>/rebuilt/<run id>); returns (folder, paths)."""
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import (
-        FACTS_MODE, RENDERERS, write_atomically)
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import FACTS_MODE, write_atomically
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import RENDERERS
     row, report = stored_report(connection, run_name)
     output = os.path.abspath(output or os.path.join(report_root, REBUILT, row.run_id))
     os.makedirs(output, exist_ok=True)

@@ -146,7 +146,7 @@ def record_run(settings, report, facts_by_host, host_policies=None, extend=None,
         report["changes"] = change_set.unavailable("the store is off")
         return report
     if extend is None:
-        from ansible_collections.gpufleet.core.plugins.plugin_utils.store.history_findings import extender
+        from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.history_step import extender
         extend = extender(host_policies or {}, settings.groups_of_host)
     try:
         identified, history, changes, section = store_and_compare(
@@ -165,7 +165,7 @@ def record_run(settings, report, facts_by_host, host_policies=None, extend=None,
 
 def folder_complete(run_dir, run_id):
     """True when run_dir holds every report file and its report.json is run run_id's."""
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.report_writer import RENDERERS
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import RENDERERS
     if not run_dir or not all(os.path.isfile(os.path.join(run_dir, name)) for name, _render in RENDERERS):
         return False
     try:

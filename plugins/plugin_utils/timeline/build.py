@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import functools
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.evidence_bundle import read_evidence_file
+from ansible_collections.gpufleet.core.plugins.plugin_utils.incident.evidence_bundle import read_evidence_file
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.bmc import clock_offset, sel_events
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.boots import boot_events
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.events import in_window, iso

@@ -15,7 +15,7 @@ __metaclass__ = type
 import json
 import os
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_format import expanded
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.format import expanded
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.events import epoch_of_iso, event
 
 SOURCE = "gpufleet"

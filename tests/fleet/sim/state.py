@@ -7,7 +7,7 @@
     state = state_for("NVIDIA H100 80GB HBM3", 4, mig=True, mig_layouts={0: ["3g.40gb", "3g.40gb"]})
     install(upper_dir, state, enable=("gpufleet-sim-boot.service", "inference.service"))
 
-This runs on the controller, where the collection's knowledge (plugins/plugin_utils/knowledge.py and
+This runs on the controller, where the collection's knowledge (plugins/plugin_utils/rules/knowledge.py and
 its YAML data) is importable: the MIG profile and placement table of each GPU model is copied into
 the state, so the simulator inside the container needs nothing but python3.
 
@@ -138,7 +138,7 @@ def _knowledge():
     collections = os.path.join(REPO, "collections")
     if collections not in sys.path:
         sys.path.insert(0, collections)
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import load_knowledge
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge import load_knowledge
     return load_knowledge()
 
 
@@ -185,7 +185,7 @@ def mig_table(gpu_name, total_mib):
         })
     return {"model": model["model"], "compute_slices": model["compute_slices"],
             "memory_slices": model["memory_slices"], "profiles": profiles,
-            "source": "plugins/plugin_utils/data/mig_profiles.yml via knowledge.mig_model(%r)" % gpu_name}
+            "source": "plugins/plugin_utils/rules/data/mig_profiles.yml via knowledge.mig_model(%r)" % gpu_name}
 
 
 def gpu_record(gpu_name, position, host, bus_id, mig_model_name):

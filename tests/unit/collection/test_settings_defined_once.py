@@ -11,7 +11,8 @@ import yaml
 
 from ansible_collections.gpufleet.core.plugins.filter.report_root import FilterModule
 from ansible_collections.gpufleet.core.plugins.modules import gpu_facts
-from ansible_collections.gpufleet.core.plugins.plugin_utils import audit_run, collection_version
+from ansible_collections.gpufleet.core.plugins.plugin_utils import collection_version
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit import run as audit_run
 from tests.support.schema_check import ROOT
 
 PLAYBOOKS = sorted(glob.glob(os.path.join(ROOT, "playbooks", "*.yml")) + glob.glob(os.path.join(ROOT, "playbooks", "tasks", "*.yml")))

@@ -23,7 +23,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import pa
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_mig import parse_lci, parse_lgi
 from tests.support.nvsmi_lgip import parse_lgip
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import collect_nvidia_smi, parse_nvidia_smi_xml
-from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import load_knowledge
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge import load_knowledge
 from tests.support.live_host import live_host
 from tests.support.corpus import read_realdata
 from tests.support.schema_check import ROOT, assert_valid_facts, assert_valid_gpu

@@ -8,13 +8,15 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from ansible_collections.gpufleet.core.plugins.action.audit_verdict import verdict_result
-from ansible_collections.gpufleet.core.plugins.plugin_utils import audit_run, report_writer
-from ansible_collections.gpufleet.core.plugins.plugin_utils.findings import make_finding
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit import run as audit_run
+from ansible_collections.gpufleet.core.plugins.plugin_utils import run_folder
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports import writer as report_writer
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import make_finding
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_junit import render_junit
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_model import build_report
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_prometheus import render_prometheus
-from ansible_collections.gpufleet.core.plugins.plugin_utils.report_terminal import render_terminal
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.junit import render_junit
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import build_report
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.prometheus import render_prometheus
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.terminal import render_terminal
 
 RUN = {"id": "20261201T000000Z", "started_at": "2026-12-01T00:00:00Z", "finished_at": "2026-12-01T00:00:09Z",
        "tool_version": "0.1.0", "fail_severity": "critical", "policy_errors": []}
@@ -50,15 +52,15 @@ def report_with(status, hosts=None, findings=None):
 ])
 def test_files_get_the_requested_mode_less_the_umask(tmp_path, umask, mask, report_mode, facts_mode):
     umask(mask)
-    assert report_writer.current_umask() == mask
-    report = report_writer.write_atomically(str(tmp_path / "report.json"), "{}\n")
-    facts = report_writer.write_atomically(str(tmp_path / "facts.json"), "{}\n", mode=report_writer.FACTS_MODE)
+    assert run_folder.current_umask() == mask
+    report = run_folder.write_atomically(str(tmp_path / "report.json"), "{}\n")
+    facts = run_folder.write_atomically(str(tmp_path / "facts.json"), "{}\n", mode=run_folder.FACTS_MODE)
     assert (mode_of(report), mode_of(facts)) == (report_mode, facts_mode)
 
 
 def test_the_umask_is_read_without_being_changed(umask):
     umask(0o037)
-    report_writer.current_umask()
+    run_folder.current_umask()
     assert os.umask(0o037) == 0o037
 
 
@@ -74,7 +76,7 @@ def test_facts_files_of_a_run_are_not_world_readable(tmp_path, umask):
 
 def test_a_taken_run_folder_name_gets_the_next_number(tmp_path):
     proposed = str(tmp_path / "reports" / "20261201T000000Z")
-    created = [report_writer.create_run_dir(proposed) for _number in range(3)]
+    created = [run_folder.create_run_dir(proposed) for _number in range(3)]
     assert [os.path.basename(path) for path in created] == ["20261201T000000Z", "20261201T000000Z-2",
                                                             "20261201T000000Z-3"]
     assert all(os.path.isdir(path) for path in created)
@@ -86,7 +88,7 @@ def test_audits_that_start_in_the_same_second_get_one_folder_each(tmp_path):
 
     def start():
         barrier.wait()
-        created.append(report_writer.create_run_dir(proposed))
+        created.append(run_folder.create_run_dir(proposed))
 
     threads = [threading.Thread(target=start) for _number in range(16)]
     for thread in threads:
@@ -99,7 +101,7 @@ def test_audits_that_start_in_the_same_second_get_one_folder_each(tmp_path):
 
 def test_a_run_folder_needs_a_name_of_its_own(tmp_path):
     with pytest.raises(ValueError, match="no name"):
-        report_writer.create_run_dir(str(tmp_path) + "/..")
+        run_folder.create_run_dir(str(tmp_path) + "/..")
 
 
 # ---------------------------------------------------------------- which link a run moves
@@ -130,39 +132,39 @@ def test_a_partial_run_after_a_complete_one_leaves_latest_where_it_was(tmp_path)
 
 
 def test_ordinary_host_names_are_their_own_file_names():
-    names = report_writer.facts_file_names(["gpu-h100-01", "node_7.example.com", "GPU-A"])
+    names = run_folder.facts_file_names(["gpu-h100-01", "node_7.example.com", "GPU-A"])
     assert names == {"gpu-h100-01": "gpu-h100-01", "node_7.example.com": "node_7.example.com", "GPU-A": "GPU-A"}
 
 
 @pytest.mark.parametrize("host", ["../x", "..", ".", "/", "a/b", "/etc/passwd", ".hidden", "x" * 300, "gp\u00fc-1",
                                   "bad\udc80name", "", "a\nb", "con:1"])
 def test_odd_host_names_become_one_safe_file_name(tmp_path, host):
-    name = report_writer.facts_file_names([host])[host]
+    name = run_folder.facts_file_names([host])[host]
     assert "/" not in name and "\0" not in name and not name.startswith(".")
     assert len((name + ".json").encode("utf-8")) <= 255
     assert name != host
-    path = report_writer.write_atomically(str(tmp_path / (name + ".json")), "{}\n")
+    path = run_folder.write_atomically(str(tmp_path / (name + ".json")), "{}\n")
     assert os.path.dirname(path) == str(tmp_path) and os.listdir(str(tmp_path)) == [name + ".json"]
 
 
 def test_names_that_differ_in_case_or_in_replaced_characters_never_share_a_file():
     hosts = ["Node-A", "node-a", "NODE-A", "a/b", "a?b", "a_b", "x" * 300, "x" * 299 + "y"]
-    names = report_writer.facts_file_names(hosts)
+    names = run_folder.facts_file_names(hosts)
     assert len({name.casefold() for name in names.values()}) == len(hosts)
     assert names["a_b"] == "a_b"
     assert names["a/b"].startswith("a_b-") and names["a?b"].startswith("a_b-")
 
 
 def test_a_host_named_like_another_hosts_hashed_name_gets_its_own(tmp_path):
-    hashed = report_writer.hashed_file_name("a/b")
-    names = report_writer.facts_file_names(["a/b", hashed])
+    hashed = run_folder.hashed_file_name("a/b")
+    names = run_folder.facts_file_names(["a/b", hashed])
     assert names[hashed] != names["a/b"]
 
 
 def test_the_report_records_the_file_of_each_host(tmp_path):
     results = {host: {"ansible_facts": {"gpufleet": {"nvidia_present": False}}} for host in ("../x", "Node-A", "node-a")}
     statuses = {}
-    names = report_writer.facts_file_names(sorted(results))
+    names = run_folder.facts_file_names(sorted(results))
     for host in results:
         statuses[host], _facts = audit_run.host_status(host, results[host], str(tmp_path), names[host])
     files = [entry["facts_file"] for entry in statuses.values()]

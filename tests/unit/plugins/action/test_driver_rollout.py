@@ -12,7 +12,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.filter.core import to_nice_json
 
 from ansible_collections.gpufleet.core.plugins.action.driver_rollout import ActionModule, run_step
-from ansible_collections.gpufleet.core.plugins.plugin_utils import driver_rollout as R
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rollout import run as R
 from ansible_collections.gpufleet.core.plugins.plugin_utils.acting_target import HOW_TO_PROCEED
 from tests.support.driver_plan_builders import policy
 

@@ -18,15 +18,17 @@ from ansible_collections.gpufleet.core.plugins.action.gpu_facts import ActionMod
 from ansible_collections.gpufleet.core.plugins.module_utils.bmc_collect import new_bmc
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts, new_gpu
 from ansible_collections.gpufleet.core.plugins.action.run_folder import ActionModule as RunFolder
-from ansible_collections.gpufleet.core.plugins.plugin_utils import audit_run, facts_validation, report_writer
-from ansible_collections.gpufleet.core.plugins.plugin_utils.facts_validation import SCHEMA_PATH
-from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_fleet
-from ansible_collections.gpufleet.core.plugins.plugin_utils.fleet_view import fleet_view
-from ansible_collections.gpufleet.core.plugins.plugin_utils.host_diagnosis import policy_digest
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit import run as audit_run
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit import facts_validation
+from ansible_collections.gpufleet.core.plugins.plugin_utils import run_folder
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.facts_validation import SCHEMA_PATH
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import diagnose_fleet
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.fleet_view import fleet_view
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_step import policy_digest
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
 from tests.support.bmc_samples import SDR_ELIST, SEL_ELIST
 from tests.unit.plugins.action.test_audit_verdict import mode_of, umask  # noqa: F401 pylint: disable=unused-import
-from tests.unit.plugins.plugin_utils.test_facts_validation import replaced
+from tests.unit.plugins.plugin_utils.audit.test_facts_validation import replaced
 
 HOST = "gpu-h100-ok-01"
 PASSWORD = "bmc-Secret-17"
@@ -53,7 +55,7 @@ FACTS = host_facts()
 @pytest.fixture(autouse=True)
 def clock_in_step(monkeypatch):
     """The fixture's collected_at is days before the test runs: the host clock's offset is left out here, so the
-    facts file is FACTS byte for byte (the offset's own tests: test_rules_clock.py)."""
+    facts file is FACTS byte for byte (the offset's own tests: rules/test_clock.py)."""
     monkeypatch.setattr(action_module, "measured_offset", lambda collected_at, sent, answered: None)
 
 
@@ -198,7 +200,7 @@ def test_the_file_name_is_the_one_audit_report_gives_among_the_plays_hosts(tmp_p
     # two names that differ only in case share no file: both get a hashed name
     hosts = ["GPU-1", "gpu-1", HOST]
     result, _calls = run_action({"run_dir": str(tmp_path)}, hosts=hosts, host="gpu-1")
-    expected = report_writer.facts_file_names(hosts)["gpu-1"]
+    expected = run_folder.facts_file_names(hosts)["gpu-1"]
     assert expected != "gpu-1" and result["gpufleet_facts_file"] == "facts/%s.json" % expected
     assert os.listdir(str(tmp_path / "facts")) == ["%s.json" % expected]
 
@@ -383,7 +385,7 @@ class RunFolderTask:
         self.args = args
 
 
-def run_folder(path):
+def create_with_the_action(path):
     action = RunFolder(RunFolderTask({"path": path, "started_at": "2026-12-02T06:00:00Z"}), FakeConnection(),
                        None, None, None)
     return action.run(task_vars={})
@@ -391,7 +393,7 @@ def run_folder(path):
 
 def test_the_run_folder_is_made_exclusively_and_named_in_the_controllers_facts(tmp_path):
     proposed = str(tmp_path / "reports" / "20261202T060000Z")
-    first, second = run_folder(proposed), run_folder(proposed)
+    first, second = create_with_the_action(proposed), create_with_the_action(proposed)
     assert first["path"] == proposed and second["path"] == proposed + "-2"
     assert first["ansible_facts"] == {"gpufleet_run_dir": proposed, "gpufleet_started_at": "2026-12-02T06:00:00Z"}
     assert second["ansible_facts"]["gpufleet_run_dir"] == proposed + "-2" and second["changed"] is True
@@ -401,7 +403,7 @@ def test_the_run_folder_is_made_exclusively_and_named_in_the_controllers_facts(t
 def test_a_run_folder_that_cannot_be_made_fails_and_names_the_folder_proposed(tmp_path):
     (tmp_path / "a-file").write_text("not a folder")
     proposed = str(tmp_path / "a-file" / "reports" / "20261202T060000Z")
-    result = run_folder(proposed)
+    result = create_with_the_action(proposed)
     assert result["failed"] is True and "Not a directory" in result["msg"] and "path" not in result
     assert result["ansible_facts"]["gpufleet_run_dir"] == proposed
 
@@ -410,7 +412,7 @@ def test_the_facts_schema_is_compiled_before_the_workers_fork():
     """The action's module is imported in ansible-playbook's main process: each host's worker, a fork of it, finds
     the schema's checks compiled."""
     code = ("from ansible_collections.gpufleet.core.plugins.action import gpu_facts\n"
-            "from ansible_collections.gpufleet.core.plugins.plugin_utils import facts_validation\n"
+            "from ansible_collections.gpufleet.core.plugins.plugin_utils.audit import facts_validation\n"
             "print(sorted(facts_validation._CHECKERS))\n")
     # the folder holding ansible_collections/gpufleet/core/plugins/action/gpu_facts.py (a checkout's collections/,
     # or ansible-test's copy of the collection), then what this process imports from (ansible-test's ansible)

@@ -6,7 +6,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.core.plugins.filter.mig_desired import mig_desired
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_gpu
-from ansible_collections.gpufleet.core.plugins.plugin_utils.mig_config import load_mig_parted_config
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.mig_config import load_mig_parted_config
 from tests.support.mig_sim import A100
 
 

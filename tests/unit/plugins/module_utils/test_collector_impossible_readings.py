@@ -8,8 +8,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils import collector
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
     drop_impossible_readings, new_facts, new_gpu)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost
-from ansible_collections.gpufleet.core.plugins.plugin_utils.diagnose import diagnose_fleet
-from ansible_collections.gpufleet.core.plugins.plugin_utils.facts_validation import facts_problems
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import diagnose_fleet
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.facts_validation import facts_problems
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
 from simulator.nvml_sim import SimulatedNvmlLibrary, scenario_h100_node
 from tests.support.schema_check import assert_valid_facts

@@ -1,6 +1,6 @@
 """An unread GPU process list is never "no process": gpu_mode and mig_layout refuse to change a GPU whose
-processes they could not read, and the driver role's process check (plugin_utils/drain.py) says unknown
-where gpu_facts could not list them (that check: tests/unit/plugins/plugin_utils/test_drain_unknown_processes.py)."""
+processes they could not read, and the driver role's process check (plugin_utils/rollout/drain.py) says unknown
+where gpu_facts could not list them (that check: tests/unit/plugins/plugin_utils/rollout/test_drain_unknown_processes.py)."""
 
 import json
 import os
@@ -13,7 +13,7 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.gpufleet.core.plugins.module_utils.gpu_processes import (
     gpus_without_process_section, mark_unknown, unknown_processes)
 from ansible_collections.gpufleet.core.plugins.modules import gpu_mode, mig_layout
-from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import load_knowledge
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge import load_knowledge
 from tests.support.mig_sim import A100, SIM_DIR, SIM_STATE, Sim
 
 # nvidia-smi: the simulator, but `-q -x` damaged as GPUFLEET_TEST_SMI says: "drop:N" removes GPU N's

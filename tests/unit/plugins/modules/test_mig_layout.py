@@ -12,7 +12,7 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpufleet.core.plugins.module_utils import mig_plan
 from ansible_collections.gpufleet.core.plugins.modules import mig_layout
-from ansible_collections.gpufleet.core.plugins.plugin_utils.knowledge import load_knowledge
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge import load_knowledge
 from tests.support.mig_sim import A100, SIM_STATE, sim_on_path
 
 

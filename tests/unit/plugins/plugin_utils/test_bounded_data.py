@@ -20,14 +20,15 @@ from ansible.vars.manager import VariableManager
 
 from ansible_collections.gpufleet.core.plugins.action.policy_check import HostVariables
 from ansible_collections.gpufleet.core.plugins.module_utils.mig_plan import MigConfigError
-from ansible_collections.gpufleet.core.plugins.plugin_utils import bounded_data, rules_custom
+from ansible_collections.gpufleet.core.plugins.plugin_utils import bounded_data
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import custom as rules_custom
 from ansible_collections.gpufleet.core.plugins.plugin_utils.bounded_data import (
     BoundedSafeLoader, FileLimitError, expanded_size_problem, read_bounded_file, yaml_error_text)
-from ansible_collections.gpufleet.core.plugins.plugin_utils.mig_config import (
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.mig_config import (
     load_mig_parted_config, load_mig_parted_config_file)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import (
     FleetPolicies, PolicyError, effective_policy_of, validate_fragments, validate_policy)
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_scheduling import mig_plan
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.scheduling import mig_plan
 from tests.support.rule_builders import custom
 from tests.support.rule_builders import findings_of, healthy_node
 from tests.support.timings import record_timing

@@ -8,7 +8,7 @@ import yaml
 
 from ansible_collections.gpufleet.core.plugins.filter.mig_desired import mig_desired
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import FleetPolicies, validate_policy
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_scheduling import mig_plan
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.scheduling import mig_plan
 
 MIG_FILE = {
     "version": "v1",

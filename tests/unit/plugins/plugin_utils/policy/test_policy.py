@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts, new_gpu
 from ansible_collections.gpufleet.core.plugins.plugin_utils import policy as P
-from ansible_collections.gpufleet.core.plugins.plugin_utils.mig_config import load_mig_parted_config
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.mig_config import load_mig_parted_config
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import fleet as policy_fleet
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import (
     DEFAULT_POLICY, FleetPolicies, PolicyError, Problem, validate_fragments, validate_policy)
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_custom import compile_custom_rules
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rules_workload import worker_limit
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.custom import compile_custom_rules
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.workload import worker_limit
 from tests.support.corpus import reference_path
 from tests.support.schema_check import ROOT
 

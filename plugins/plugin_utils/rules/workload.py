@@ -1,0 +1,147 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Workload-layer rules: processes per GPU, memory close to full, GPU services without a restart policy."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import gpu_label, rule
+
+NO_RESTART = (None, "no")
+
+
+def compute_processes(gpu):
+    """Processes that use the GPU for compute (graphics-only clients such as Xorg left out)."""
+    return [process for process in gpu.get("processes") or () if process.get("type") != "graphics"]
+
+
+def processes_per_device(gpu):
+    """{device: [processes]}: the whole GPU, or each MIG instance (gpu instance, compute instance)."""
+    devices = {}
+    for process in compute_processes(gpu):
+        key = None
+        if process.get("gpu_instance_id") is not None:
+            key = (process.get("gpu_instance_id"), process.get("compute_instance_id"))
+        devices.setdefault(key, []).append(process)
+    return devices
+
+
+def worker_limit(policy):
+    """(limit, where): workload.max_processes_per_gpu, else the sum of the services' workers_per_gpu."""
+    workload = policy.get("workload") or {}
+    if workload.get("max_processes_per_gpu") is not None:
+        return workload["max_processes_per_gpu"], "workload.max_processes_per_gpu"
+    per_service = [service.get("workers_per_gpu") for service in workload.get("services") or ()
+                   if service.get("workers_per_gpu")]
+    if per_service:
+        return sum(per_service), "workers_per_gpu of workload.services"
+    return None, None
+
+
+def _device_label(gpu, device):
+    if device is None:
+        return gpu_label(gpu)
+    return "%s MIG GI %s CI %s" % (gpu_label(gpu), device[0], device[1])
+
+
+@rule("workload.gpu_oversubscribed", "workload", "warning",
+      "More compute processes on a GPU (or MIG device) than the worker limit", fix="worker_limits", scope="gpu")
+def gpu_oversubscribed(ctx, gpu):
+    limit, where = ctx.cached("worker_limit", lambda c: worker_limit(c.policy))
+    if limit is None:
+        return ()
+    findings = []
+    for device, processes in processes_per_device(gpu).items():
+        if len(processes) <= limit:
+            continue
+        findings.append(ctx.finding(
+            gpu,
+            "%s runs %d processes, limit %d (%s)" % (_device_label(gpu, device), len(processes), limit, where),
+            {"processes": len(processes), "limit": limit, "limit_from": where,
+             "mig_device": list(device) if device else None,
+             "names": sorted({p.get("name") or "?" for p in processes})[:10],
+             "used_memory_mib": sum(p.get("used_memory_mib") or 0 for p in processes)},
+            "Lower the workers per GPU (the worker_limits role sets them from the policy) or spread them over more GPUs."))
+    return findings
+
+
+@rule("workload.memory_near_full", "workload", "warning",
+      "GPU memory in use at or above thresholds.memory_used_pct (critical with several processes: OOM under "
+      "concurrency; info with one process, whose allocator may hold the memory)", fix="worker_limits", scope="gpu")
+def memory_near_full(ctx, gpu):
+    memory = gpu.get("memory") or {}
+    used, total = memory.get("used_mib"), memory.get("total_mib")
+    threshold = ctx.thresholds.get("memory_used_pct")
+    if used is None or not total or threshold is None:
+        return ()
+    percent = 100.0 * used / total
+    if percent < threshold:
+        return ()
+    processes = compute_processes(gpu)
+    count = len(processes)
+    evidence = {"used_mib": used, "total_mib": total, "used_pct": round(percent, 1), "threshold_pct": threshold,
+                "processes": count,
+                "largest": sorted(((p.get("used_memory_mib") or 0, p.get("name") or "?") for p in processes),
+                                  reverse=True)[:5]}
+    summary = "%s memory %d of %d MiB used (%.1f%%) by %d processes" % (gpu_label(gpu), used, total, percent, count)
+    if count >= 2:
+        return [ctx.finding(
+            gpu, summary + ": the next allocation of any of them can fail (OOM)",
+            evidence, "Run fewer workers on this GPU (the worker_limits role) or cap each one's memory "
+                      "(e.g. PYTORCH_CUDA_ALLOC_CONF, per-process memory fraction); give each worker its own GPU or MIG slice.",
+                      severity="critical")]
+    if count == 1:
+        return [ctx.finding(
+            gpu, summary + " (one process: its allocator may simply hold it)",
+            evidence, "Nothing to do unless that job fails with out-of-memory errors.", severity="info", fix=None)]
+    return [ctx.finding(
+        gpu, summary + ": memory held without a visible process",
+        evidence, "Find what holds the memory (processes in other containers, leaked contexts: nvidia-smi, fuser "
+                  "/dev/nvidia*); restart it, or reset the GPU when it is idle.", fix=None)]
+
+
+def _host_service(services, unit):
+    """The host.services entry of a policy service, matched by the unit it describes.
+
+    Keys of host.services are roles (persistenced, fabricmanager, mps, dcgm) or unit names as asked, and
+    each entry's name is the unit systemctl answered for. A key alone is not enough: a policy service
+    "mps.service" is not the entry under the role key "mps", which describes nvidia-mps or
+    nvidia-cuda-mps-control, and must not lend that unit's restart policy to it. An entry without a
+    name (older facts) is taken by its key."""
+    stem = unit[:-len(".service")] if unit.endswith(".service") else unit
+    for key in (unit, stem):
+        service = services.get(key)
+        if isinstance(service, dict) and service.get("name") in (None, unit, stem):
+            return service
+    for service in services.values():
+        if isinstance(service, dict) and service.get("name") in (unit, stem):
+            return service
+    return None
+
+
+@rule("workload.restart_policy", "workload", "warning",
+      "GPU service of workload.services without a systemd restart policy while workload.restart_policy_required",
+      fix="restart_policy")
+def restart_policy(ctx):
+    workload = ctx.policy.get("workload") or {}
+    if not workload.get("restart_policy_required"):
+        return ()
+    services = (ctx.facts.get("host") or {}).get("services") or {}
+    findings = []
+    for wanted in workload.get("services") or ():
+        unit = wanted.get("name")
+        service = _host_service(services, unit) if unit else None
+        if service is None or service.get("state") in ("not_found", "unknown"):
+            continue
+        if service.get("restart") not in NO_RESTART:
+            continue
+        findings.append(ctx.finding(
+            None,
+            "GPU service %s has no restart policy (Restart=%s, %s)"
+            % (unit, service.get("restart") or "unset", service.get("state")),
+            {"service": unit, "restart": service.get("restart"), "state": service.get("state"),
+             "wanted_restart": wanted.get("restart")},
+            "Give %s a restart policy (Restart=%s) with the restart_policy role, so a crashed worker comes back."
+            % (unit, wanted.get("restart") or "on-failure")))
+    return findings

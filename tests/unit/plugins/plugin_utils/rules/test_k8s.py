@@ -1,0 +1,134 @@
+"""Scheduling rules on a Kubernetes node's GPU sharing, each with a triggering and a non-triggering case:
+advertised resources against the GPUs, sharing against the policy's sharing.mode, sharing across a group."""
+
+import copy
+
+import pytest
+
+from ansible_collections.gpufleet.core.plugins.module_utils.k8s_sharing import parse_config_text
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import diagnose_fleet
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.k8s import expected_resources
+from tests.support.rule_builders import findings_of, healthy_node, only, policy
+from tests.support.k8s_samples import MIXED_MIG, MPS, NO_SHARING, TIME_SLICING
+
+K8S_RULES = ("scheduling.k8s_allocatable_mismatch", "scheduling.k8s_sharing_policy", "scheduling.k8s_sharing_skew")
+
+
+def k8s_node(config=TIME_SLICING, allocatable=None, gpus=8, labels=None):
+    facts = healthy_node(gpus=gpus)
+    facts["gather_subset"].append("kubernetes")
+    facts["kubernetes"] = {
+        "node": True, "node_name": "gpu-node", "status": "complete",
+        "sharing": parse_config_text(config, "file:/etc/nvidia-device-plugin/config.yaml") if config else None,
+        "resources": {"source": "kubectl", "allocatable": dict(allocatable or {}), "capacity": dict(allocatable or {})},
+        "labels": dict(labels or {}), "errors": []}
+    return facts
+
+
+def mig_gpu(gpu, profiles):
+    gpu["mig"]["mode_current"] = gpu["mig"]["mode_pending"] = True
+    gpu["mig"]["gpu_instances"] = [
+        {"id": number, "profile_id": None, "profile_name": profile, "placement": None, "memory_mib": None,
+         "compute_instances": [{"id": 0, "profile_id": None, "profile_name": profile, "placement": None}]}
+        for number, profile in enumerate(profiles, 1)]
+
+
+def test_time_slicing_node_advertising_gpus_times_replicas_is_fine():
+    facts = k8s_node(TIME_SLICING, {"nvidia.com/gpu": 32})
+    assert findings_of(facts, "scheduling.k8s_allocatable_mismatch") == []
+
+
+def test_a_gpu_missing_from_allocatable():
+    facts = k8s_node(TIME_SLICING, {"nvidia.com/gpu": 28})
+    facts["gpus"][3]["lost"] = True
+    finding = only(facts, "scheduling.k8s_allocatable_mismatch")
+    assert finding["evidence"]["differences"] == {"nvidia.com/gpu": {"expected": 32, "advertised": 28}}
+    assert finding["evidence"]["lost_gpus"] == [facts["gpus"][3]["pci_bus_id"]]
+    assert "nvidia.com/gpu 28, expected 32" in finding["summary"] and "1 lost" in finding["summary"]
+    assert finding["action"].startswith("A GPU is missing")
+
+
+def test_renamed_shared_resource():
+    renamed = TIME_SLICING.replace("renameByDefault: false", "renameByDefault: true")
+    assert findings_of(k8s_node(renamed, {"nvidia.com/gpu": 0, "nvidia.com/gpu.shared": 32}),
+                       "scheduling.k8s_allocatable_mismatch") == []
+    finding = only(k8s_node(renamed, {"nvidia.com/gpu": 32}), "scheduling.k8s_allocatable_mismatch")
+    assert finding["evidence"]["differences"] == {"nvidia.com/gpu": {"expected": 0, "advertised": 32},
+                                                  "nvidia.com/gpu.shared": {"expected": 32, "advertised": 0}}
+
+
+def test_plugin_without_sharing_config_but_replicas_advertised():
+    finding = only(k8s_node(None, {"nvidia.com/gpu": 32}), "scheduling.k8s_allocatable_mismatch")
+    assert finding["evidence"]["differences"] == {"nvidia.com/gpu": {"expected": 8, "advertised": 32}}
+    assert finding["action"].startswith("The device plugin advertises more")
+
+
+def test_mixed_mig_strategy_counts_profiles_and_replicas():
+    facts = k8s_node(MIXED_MIG, {"nvidia.com/gpu": 12, "nvidia.com/mig-1g.10gb": 8, "nvidia.com/mig-3g.40gb": 2})
+    mig_gpu(facts["gpus"][0], ["1g.10gb", "1g.10gb", "3g.40gb"])
+    mig_gpu(facts["gpus"][1], ["3g.40gb"])
+    assert expected_resources(facts["gpus"], facts["kubernetes"]) == {
+        "nvidia.com/gpu": 12, "nvidia.com/mig-1g.10gb": 8, "nvidia.com/mig-3g.40gb": 2}
+    assert findings_of(facts, "scheduling.k8s_allocatable_mismatch") == []
+
+
+def test_single_mig_strategy_from_the_label():
+    facts = k8s_node(NO_SHARING.replace("  migStrategy: single\n", ""), {"nvidia.com/gpu": 14},
+                     labels={"nvidia.com/mig.strategy": "single"})
+    mig_gpu(facts["gpus"][0], ["1g.10gb"] * 7)
+    assert findings_of(facts, "scheduling.k8s_allocatable_mismatch") == []
+
+
+def test_no_resources_read_is_no_finding():
+    facts = k8s_node(TIME_SLICING)
+    facts["kubernetes"]["resources"] = None
+    assert [finding for finding in findings_of(facts) if finding["rule"] in K8S_RULES] == []
+
+
+@pytest.mark.parametrize("config, mode", [(TIME_SLICING, "exclusive"), (MPS, "exclusive"), (TIME_SLICING, "mps"),
+                                          (TIME_SLICING, "mig")])
+def test_sharing_against_the_policy(config, mode):
+    finding = only(k8s_node(config, None), "scheduling.k8s_sharing_policy", the_policy=policy(sharing={"mode": mode}))
+    assert finding["severity"] == "warning" and finding["evidence"]["sharing_mode"] == mode
+    assert "nvidia.com/gpu x" in finding["summary"]
+
+
+@pytest.mark.parametrize("config, mode", [(TIME_SLICING, "time_slicing"), (MPS, "mps"), (NO_SHARING, "exclusive"),
+                                          (TIME_SLICING, None)])
+def test_sharing_the_policy_allows(config, mode):
+    the_policy = policy(sharing={"mode": mode}) if mode else policy()
+    assert findings_of(k8s_node(config, None), "scheduling.k8s_sharing_policy", the_policy=the_policy) == []
+
+
+def fleet(configs):
+    hosts = {}
+    for number, config in enumerate(configs):
+        facts = k8s_node(config, None)
+        facts["kubernetes"]["node_name"] = "node-%d" % number
+        hosts["node-%d" % number] = facts
+    return hosts
+
+
+def skew_findings(hosts):
+    found = diagnose_fleet(hosts, {})
+    return {host: [finding for finding in items if finding["rule"] == "scheduling.k8s_sharing_skew"]
+            for host, items in found.items()}
+
+
+def test_one_node_of_a_group_shares_differently():
+    other = TIME_SLICING.replace("replicas: 4", "replicas: 8")
+    found = skew_findings(fleet([TIME_SLICING, TIME_SLICING, other]))
+    assert found["node-0"] == [] and found["node-1"] == []
+    finding, = found["node-2"]
+    assert "time slicing nvidia.com/gpu x8" in finding["summary"]
+    assert finding["evidence"]["group_reference"]["replicas"] == [["nvidia.com/gpu", 4]]
+
+
+def test_a_group_sharing_alike_is_no_finding():
+    found = skew_findings(fleet([MPS, MPS, copy.deepcopy(MPS)]))
+    assert all(items == [] for items in found.values())
+
+
+def test_nodes_without_a_config_are_left_out_of_the_comparison():
+    found = skew_findings(fleet([TIME_SLICING, None, TIME_SLICING]))
+    assert all(items == [] for items in found.values())
