@@ -113,8 +113,8 @@ def run_audit(tree, workdir, fleet):
     completed = subprocess.run(argv, cwd=str(tree), env=playbook_env(workdir, False, tree), capture_output=True,
                                text=True, timeout=3600, check=False)
     if completed.returncode not in OK_EXIT:
-        raise RunFailed("%s audit in %s exited %d\n%s\n%s" % (fleet, tree, completed.returncode,
-                                                             completed.stdout[-3000:], completed.stderr[-3000:]))
+        raise RunFailed("%s audit in %s exited %d\n%s\n%s" % (
+            fleet, tree, completed.returncode, completed.stdout[-3000:], completed.stderr[-3000:]))
     return (reports / "latest").resolve()
 
 
