@@ -37,7 +37,6 @@ RENDERERS = (
 )
 
 
-
 def write_reports(report, run_dir, report_root):
     """Write report.json, report.html, junit.xml and gpufleet.prom into run_dir; return their paths.
 
