@@ -40,7 +40,7 @@ def test_corpus_dell_idrac9(corpus):
     assert [(psu["name"], psu["failed"], psu["watts"]) for psu in bmc["power_supplies"]] == [("PS1 Status", False, None)]
     assert len(bmc["fans"]) == 16 and not any(fan["failed"] or fan["slow"] for fan in bmc["fans"])
     assert bmc["fans"][0] == {"name": "System Board Fan1A", "rpm": 17760.0, "percent": None, "status": "ok",
-                              "failed": False, "slow": False}
+                              "failed": False, "slow": False, "no_reading": False}
     assert bmc["redundancy"] == [{"name": "System Board Fan Redundancy", "group": "fan", "state": "redundant",
                                   "text": "OK, mode N+m"}]
     assert bmc["inlet_temperature_c"] is None  # the trimmed document keeps only CPU1 Temp
