@@ -199,8 +199,8 @@ def read_redfish_bmc(client, address, chassis=None, now=None, window_hours=72):
     bmc.update(summarize_redfish(**documents))
     bmc["sel"] = read_redfish_sel(walk, now, window_hours)
     if bmc["errors"]:
-        read_any = any(documents.get(argument) is not None for _key, argument in CHASSIS_DOCUMENTS if argument)
-        bmc["status"] = "partial" if read_any or documents.get("thermal_metrics") else "failed"
+        read_any = any(document for document in documents.values()) or bmc["sel"] is not None
+        bmc["status"] = "partial" if read_any else "failed"
         bmc["reasons"] = ["%s: %s" % (error["call"], error["reason"]) for error in bmc["errors"]]
     return bmc
 

@@ -212,9 +212,22 @@ def _mark_cleared(records):
                 earlier["cleared"] = True
 
 
+# Events that assert a state the sensor keeps until a deassertion ends it (a supply's failure, its lost input, lost
+# redundancy), unlike a one-time event (an ECC error, a bus error) that is never deasserted
+STATE_EVENT_WORDS = ("failure detected", "ac lost", "input lost", "redundancy lost", "insufficient resources")
+# Such states asserted before the window and never deasserted, kept (the latest ones)
+MAX_OPEN_BEFORE_WINDOW = 10
+
+
+def is_state_event(record):
+    return any(words in record["event"].lower() for words in STATE_EVENT_WORDS)
+
+
 def window_events(records, now, window_hours):
-    """{events, count, untimed, dropped, by_severity} of the records in the window (records without a
-    time are kept: the BMC clock was not set, they may be recent). The latest MAX_SEL_EVENTS are kept."""
+    """{events, count, untimed, dropped, by_severity, open_before_window} of the records in the window (records
+    without a time are kept: the BMC clock was not set, they may be recent). The latest MAX_SEL_EVENTS are kept.
+    open_before_window: critical states asserted before the window and never deasserted since (a power supply that
+    failed a year ago and was never replaced), the latest of each sensor and event."""
     cutoff = now - window_hours * 3600 if now is not None else None
     chosen = [record for record in records if record["time"] is None or cutoff is None
               or (iso_epoch(record["time"]) or 0) >= cutoff]
@@ -223,7 +236,18 @@ def window_events(records, now, window_hours):
         by_severity[record["severity"]] += 1
     kept = chosen[-MAX_SEL_EVENTS:]
     return {"events": kept, "count": len(chosen), "untimed": sum(1 for record in chosen if record["time"] is None),
-            "dropped": len(chosen) - len(kept), "by_severity": by_severity, "total_records": len(records)}
+            "dropped": len(chosen) - len(kept), "by_severity": by_severity, "total_records": len(records),
+            "open_before_window": _open_before(records, chosen)}
+
+
+def _open_before(records, chosen):
+    in_window = set(id(record) for record in chosen)
+    latest = {}
+    for record in records:
+        if (id(record) not in in_window and record["asserted"] and not record["cleared"]
+                and record["severity"] == "critical" and is_state_event(record)):
+            latest[(record["sensor"], record["event"])] = record
+    return sorted(latest.values(), key=lambda record: record["time"] or "")[-MAX_OPEN_BEFORE_WINDOW:]
 
 
 def parse_sel_clock(text):

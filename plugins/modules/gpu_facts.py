@@ -328,7 +328,8 @@ ansible_facts:
         and kernel_events[].client_process and client_pid. 1.2 added workload and host_pressure, bmc (BMC sensors
         and event log) and kubernetes (device plugin sharing and node resources). 1.3 added kernel_log.unplaced_lines
         and clock_offset_s. 1.4 added gpus[].recovery_action, sxid_events (NVSwitch errors), kernel_log groups of
-        kind sxid, and xid_events[].gpc, tpc and sm. 1.5 added bmc.leak_detectors, bmc.fans[].no_reading and bmc.power_supplies[].offline.'
+        kind sxid, and xid_events[].gpc, tpc and sm. 1.5 added bmc.leak_detectors, bmc.fans[].no_reading, bmc.power_supplies[].offline
+        and bmc.sel.open_before_window.'
       returned: always
       type: dict
       contains:
@@ -2363,6 +2364,55 @@ ansible_facts:
                       type: int
                 events:
                   description: The latest records of the window, in log order.
+                  returned: always
+                  type: list
+                  elements: dict
+                  contains:
+                    id:
+                      description: SEL record id as ipmitool prints it (hexadecimal).
+                      returned: success
+                      type: str
+                    time:
+                      description: UTC time, ISO 8601 (ipmitool -Z), comparable with xid_events[].time; null when
+                        the BMC clock was not set (Pre-Init).
+                      returned: success
+                      type: str
+                    raw_time:
+                      description: The date and time columns as printed, when time is null.
+                      returned: success
+                      type: str
+                    sensor:
+                      description: The sensor (type and name) the record is about.
+                      returned: success
+                      type: str
+                    event:
+                      description: The event as ipmitool words it (e.g. Failure detected, Lower Critical going low).
+                      returned: success
+                      type: str
+                    asserted:
+                      description: True for an assertion, false for a deassertion (the condition ended).
+                      returned: success
+                      type: bool
+                    detail:
+                      description: Further columns (reading and threshold).
+                      returned: success
+                      type: str
+                    severity:
+                      description: 'From the event text: failures, AC lost, fatal and uncorrectable errors, critical
+                        thresholds and lost redundancy are critical; predictive failures, correctable-error limits,
+                        non-critical thresholds, non-redundancy and chassis intrusion are warnings. One of: critical,
+                        warning, info.'
+                      returned: success
+                      type: str
+                    cleared:
+                      description: An assertion that a later record of the same sensor and event deasserts.
+                      returned: success
+                      type: bool
+                open_before_window:
+                  description: 'Critical states (a power supply''s failure or lost input, lost redundancy) asserted
+                    before the window and never deasserted since, the latest of each sensor and event, at most 10:
+                    still open by the log''s own account. One-time events (ECC, bus errors) are not kept here. Added
+                    in 1.5.'
                   returned: always
                   type: list
                   elements: dict
