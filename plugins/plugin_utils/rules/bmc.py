@@ -143,7 +143,8 @@ def _bmc_ahead_of_host(ctx, bmc):
 
 @rule("hardware.bmc_event_log", "hardware", "critical",
       "Critical records in the BMC event log within thresholds.xid_window_hours, or a critical state (a supply's "
-      "failure) asserted before it and never deasserted (warning when all were deasserted)")
+      "failure) asserted before it and never deasserted (warning when all were deasserted, or for warning records "
+      "still asserted: a correctable-error limit, a non-critical threshold, an intrusion)")
 def event_log(ctx):
     bmc = _bmc(ctx)
     sel = (bmc or {}).get("sel")
@@ -155,7 +156,7 @@ def event_log(ctx):
                 if event.get("severity") == "critical" and event.get("asserted") and _in_window(event, cutoff)]
     older = [event for event in sel.get("open_before_window") or () if not _cleared_by_sensors(bmc, event)]
     if not (critical or older):
-        return ()
+        return _warning_records(ctx, sel, cutoff)
     still_open = [event for event in critical if not event.get("cleared")] + older
     shown = (still_open or critical)[-MAX_EVIDENCE_EVENTS:]
     names = sorted({"%s: %s" % (event["sensor"], event["event"]) for event in shown})
@@ -171,6 +172,24 @@ def event_log(ctx):
         "Read the records with their times (UTC) beside the host's Xid events: a power or bus fault at the time of "
         "an Xid points at the chassis, not the GPU. Fix the part the record names and clear the log "
         "(ipmitool sel clear) once it is handled.", severity=None if still_open else "warning")]
+
+
+def _warning_records(ctx, sel, cutoff):
+    """A warning for the window's warning records still asserted (a DIMM's correctable-error logging limit, a
+    threshold crossed going non-critical, a chassis intrusion); none when there are none."""
+    warned = [event for event in sel.get("events") or () if event.get("severity") == "warning"
+              and event.get("asserted") and not event.get("cleared") and _in_window(event, cutoff)]
+    if not warned:
+        return ()
+    shown = warned[-MAX_EVIDENCE_EVENTS:]
+    return [ctx.finding(
+        None, "%d warning BMC event-log record(s) still asserted: %s" % (
+            len(warned), "; ".join(sorted({"%s: %s" % (event["sensor"], event["event"]) for event in shown}))),
+        {"events": shown, "still_asserted": len(warned), "critical_in_window": 0, "open_before_window": [],
+         "clock_offset_s": (ctx.facts.get("bmc") or {}).get("clock_offset_s")},
+        "Read what each record names: a memory module at its correctable-error logging limit is due for replacement "
+        "at the next maintenance, a non-critical threshold points at cooling or power, an intrusion at an opened "
+        "chassis. Clear the log (ipmitool sel clear) once handled.", severity="warning")]
 
 
 def _cleared_by_sensors(bmc, event):

@@ -221,3 +221,19 @@ def test_a_state_asserted_before_the_window_and_never_deasserted_is_still_open()
 def test_an_old_open_state_the_sensors_read_healthy_is_no_finding():
     # the SDR's PSU2 Status reads present and healthy: the BMC did not log the deassertion
     assert findings_of(node_with_bmc(HEALTHY_SDR, OLD_SEL), "hardware.bmc_event_log") == []
+
+
+def test_warning_records_still_asserted_are_a_warning():
+    sel = ("   1 | 11/29/26 | 10:00:00 GMT | Memory #0x2b | Correctable ECC logging limit reached | Asserted\n"
+           "   2 | 11/29/26 | 11:00:00 GMT | Temperature Inlet Temp | Upper Non-critical going high | Asserted\n"
+           "   3 | 11/29/26 | 12:00:00 GMT | Temperature Inlet Temp | Upper Non-critical going high | Deasserted\n")
+    finding = only(node_with_bmc(HEALTHY_SDR, sel), "hardware.bmc_event_log")
+    assert finding["severity"] == "warning"
+    assert finding["summary"] == ("1 warning BMC event-log record(s) still asserted: "
+                                  "Memory #0x2b: Correctable ECC logging limit reached")
+
+
+def test_warning_records_all_deasserted_are_no_finding():
+    sel = ("   2 | 11/29/26 | 11:00:00 GMT | Temperature Inlet Temp | Upper Non-critical going high | Asserted\n"
+           "   3 | 11/29/26 | 12:00:00 GMT | Temperature Inlet Temp | Upper Non-critical going high | Deasserted\n")
+    assert findings_of(node_with_bmc(HEALTHY_SDR, sel), "hardware.bmc_event_log") == []
