@@ -4,19 +4,21 @@ would answer them, Redfish documents served to the Redfish reader at the paths a
 
 import calendar
 import json
+import time
 
 import pytest
 
-from ansible_collections.gpufleet.core.plugins.module_utils.bmc_collect import collect_bmc_in_band
+from ansible_collections.gpufleet.core.plugins.module_utils.bmc_collect import collect_bmc_in_band, new_bmc
 from ansible_collections.gpufleet.core.plugins.module_utils.bmc_lan import read_redfish_bmc
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost
+from ansible_collections.gpufleet.core.plugins.module_utils.redfish_chassis import summarize_redfish
 from tests.support.bmc_samples import IPMITOOL, key
 from tests.support.rule_builders import findings_of, healthy_node
 
 BMC_RULES = ("hardware.bmc_power_redundancy", "hardware.bmc_fan", "hardware.bmc_inlet_temperature",
              "hardware.bmc_event_log", "hardware.bmc_leak")
-# the hour after which each capture is judged: an hour after its last record, so the records are recent
+# when a capture without records is judged; a capture of the event log is judged within the hour after its last record
 DEFAULT_NOW = calendar.timegm((2026, 11, 30, 6, 0, 0))
 
 
@@ -25,7 +27,7 @@ def epoch(*parts):
 
 
 def iso(seconds):
-    return "%04d-%02d-%02dT%02d:%02d:%02dZ" % tuple(__import__("time").gmtime(seconds)[:6])
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 def prompted_output(text, command):
@@ -192,3 +194,12 @@ def test_redfish_failed_fan_and_its_degraded_group_in_one_finding(corpus):
     facts = redfish_facts(corpus, "redfish-thermal_expansion-enclosure_fan2-0rpm-critical_fan-redundancy-warning_dmtf-mockup.json", "Thermal")
     (finding,) = findings_of(facts, "hardware.bmc_fan", now=iso(DEFAULT_NOW))
     assert finding["summary"] == "Failed fans: System Fan 2 0 RPM (cr); System Fans: Warning, mode N+m"
+
+
+def test_hgx_gpu_headroom_sensor_is_healthy_and_no_temperature(corpus):
+    facts = healthy_node()
+    facts["bmc"] = new_bmc("redfish", "10.0.0.9")
+    facts["bmc"].update(summarize_redfish(sensors=[json.loads(corpus.read_realdata(
+        "redfish-sensor_hgx-gpu0-temp1-tlimit-headroom_lambda.json"))]))
+    assert facts["bmc"]["temperatures"] == [] and facts["bmc"]["inlet_temperature_c"] is None
+    assert bmc_verdicts(facts) == {}
