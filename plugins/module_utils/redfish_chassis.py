@@ -9,8 +9,10 @@ the newer PowerSubsystem (its PowerSupplyRedundancy and its PowerSupplies collec
 (ThermalMetrics, LeakDetection and its LeakDetectors), EnvironmentMetrics and Sensors; the SEL as a
 LogEntryCollection. Pure functions of the parsed JSON, whoever fetched it.
 
-Status semantics as the schema defines them (Resource.Status): Health is the BMC's verdict (OK, Warning, Critical)
-and decides over any threshold this code could compare itself; State says whether a part is there (Absent: not
+Status semantics as the schema defines them (Resource.Status): Health is the BMC's verdict (OK, Warning, Critical);
+the only thresholds compared here are a fan's lower ones (a fan at or below its lower critical reading has
+failed whatever its Health), never a temperature's (a board over its non-critical threshold with Health OK is
+healthy) nor a fan's upper ones (some BMCs give nonsense there); State says whether a part is there (Absent: not
 fitted, no failure), in use (Enabled), held in reserve (StandbyOffline, StandbySpare, Standby) or present but not in
 service (Disabled, UnavailableOffline). A failed fan may still be "Enabled": its Health says it failed."""
 
