@@ -67,35 +67,39 @@ class ServedDocuments:
 
 
 CHASSIS = "/redfish/v1/Chassis/1"
+SYSTEMS = {"/redfish/v1/Systems": {"Members": [{"@odata.id": "/redfish/v1/Systems/1"}]},
+           "/redfish/v1/Systems/1/LogServices": {"Members": [{"@odata.id": "/redfish/v1/Systems/1/LogServices/SEL"}]}}
+SEL_ENTRIES = "/redfish/v1/Systems/1/LogServices/SEL/Entries"
+
+
+def served_at(link, document):
+    """{path: document} of a service whose chassis reaches the capture through link, a path of resource names
+    below the chassis ("Thermal", "ThermalSubsystem/ThermalMetrics"): each resource on the way links the next."""
+    served = {"/redfish/v1/Chassis": {"Members": [{"@odata.id": CHASSIS}]}}
+    path = CHASSIS
+    for name in link.split("/"):
+        served[path] = {name: {"@odata.id": "%s/%s" % (path, name)}}
+        path = "%s/%s" % (path, name)
+    served[path] = document
+    return served
 
 
 def redfish_facts(corpus, name, link, now=DEFAULT_NOW):
-    """A chassis that links the capture as its `link` document (Thermal, Power, PowerSubsystem, EnvironmentMetrics,
-    ThermalSubsystem/ThermalMetrics, ThermalSubsystem/LeakDetection, PowerSubsystem/PowerSupplies, ...; a Sensor,
-    LeakDetector or LogEntry collection where the reader follows one)."""
+    """The bmc facts the Redfish reader makes of a service that serves the capture where link says; "SEL" serves it
+    as the first system's SEL entries (with an empty page after it), "LeakDetectors" as the one member of a
+    LeakDetection's LeakDetectors collection."""
     document = json.loads(corpus.read_realdata(name))
-    served = {"/redfish/v1/Chassis": {"Members": [{"@odata.id": CHASSIS}]}, CHASSIS: {}}
-    top, _slash, below = link.partition("/")
-    served[CHASSIS][top] = {"@odata.id": "%s/%s" % (CHASSIS, top)}
-    if below == "SEL":
-        del served[CHASSIS][top]
-        served.update({"/redfish/v1/Systems": {"Members": [{"@odata.id": "/redfish/v1/Systems/1"}]},
-                       "/redfish/v1/Systems/1/LogServices": {"Members": [{"@odata.id": "/redfish/v1/Systems/1/LogServices/SEL"}]},
-                       "/redfish/v1/Systems/1/LogServices/SEL/Entries": document,
-                       document["@odata.nextLink"]: {"Members": []}})  # the page after the capture: empty
-    elif not below:
-        served["%s/%s" % (CHASSIS, top)] = document
-        if top == "PowerSubsystem":  # its supplies are not in the capture
-            served[document["PowerSupplies"]["@odata.id"]] = {"Members": []}
+    if link == "SEL":
+        served = dict(SYSTEMS, **{"/redfish/v1/Chassis": {"Members": [{"@odata.id": CHASSIS}]}, CHASSIS: {},
+                                  SEL_ENTRIES: document, document["@odata.nextLink"]: {"Members": []}})
+    elif link == "LeakDetectors":
+        collection = {"Members": [{"@odata.id": CHASSIS + "/ThermalSubsystem/LeakDetection/LeakDetectors/0"}]}
+        served = served_at("ThermalSubsystem/LeakDetection/LeakDetectors", collection)
+        served[CHASSIS + "/ThermalSubsystem/LeakDetection/LeakDetectors/0"] = document
     else:
-        served["%s/%s" % (CHASSIS, top)] = {below.split("/")[0]: {"@odata.id": "%s/%s" % (CHASSIS, link)}}
-        if below == "LeakDetection/LeakDetector":
-            served["%s/%s" % (CHASSIS, top)] = {"LeakDetection": {"@odata.id": CHASSIS + "/L"}}
-            served[CHASSIS + "/L"] = {"LeakDetectors": {"@odata.id": CHASSIS + "/L/D"}}
-            served[CHASSIS + "/L/D"] = {"Members": [{"@odata.id": CHASSIS + "/L/D/0"}]}
-            served[CHASSIS + "/L/D/0"] = document
-        else:
-            served["%s/%s" % (CHASSIS, link)] = document
+        served = served_at(link, document)
+    if link == "PowerSubsystem":  # the supplies it links are not in the capture
+        served[document["PowerSupplies"]["@odata.id"]] = {"Members": []}
     facts = healthy_node()
     facts["bmc"] = read_redfish_bmc(ServedDocuments(served), "10.0.0.9", now=now, window_hours=72)
     return facts
@@ -170,14 +174,14 @@ REDFISH_CASES = [
     ("redfish-environmentmetrics_rackmount-1u_374w-powerlimit-fans_dmtf-mockup.json", "EnvironmentMetrics", None, {}),
     ("redfish-leakdetection_cdu-leak-detector-groups-ok_dmtf-mockup.json", "ThermalSubsystem/LeakDetection", None, {}),
     ("redfish-leakdetector_chassis0-manifold-moisture-leakdetected-critical_lambda.json",
-     "ThermalSubsystem/LeakDetection/LeakDetector", None, {"hardware.bmc_leak": "critical"}),
+     "LeakDetectors", None, {"hardware.bmc_leak": "critical"}),
     ("redfish-powersupplies-expanded_liteon-powershelf-6psu-all-standby_lambda.json", "PowerSubsystem/PowerSupplies", None, {}),
     ("redfish-powersupplies-expanded_orv3-powershelf-delta-6psu_lambda.json", "PowerSubsystem/PowerSupplies", None, {}),
     ("redfish-chassis-power_dell-idrac9-poweredge_telegraf.json", "Power", None, {}),
     ("redfish-chassis-thermal_dell-idrac9-poweredge_telegraf.json", "Thermal", None, {}),
     ("redfish-chassis-power_hpe-ilo5-proliant-gen10_telegraf.json", "Power", None, {}),
     ("redfish-chassis-thermal_hpe-ilo5-proliant-gen10_telegraf.json", "Thermal", None, {}),
-    ("redfish-logentries-sel_catfish-ocp_2x-temperature-upper-critical_dmtf-mockup.json", "Systems/SEL",
+    ("redfish-logentries-sel_catfish-ocp_2x-temperature-upper-critical_dmtf-mockup.json", "SEL",
      epoch(2012, 3, 7, 15), {"hardware.bmc_event_log": "critical"}),
 ]
 
