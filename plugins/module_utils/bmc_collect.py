@@ -32,6 +32,7 @@ def new_bmc(source, address=None):
         "inlet_temperature_c": None, "exhaust_temperature_c": None,
         "power_draw_w": None, "power_draw_source": None,
         "clock_offset_s": None,
+        "leak_detectors": [],
         "sel": None,
         "errors": [],
     }
