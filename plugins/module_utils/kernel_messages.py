@@ -23,6 +23,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import _C
 MESSAGE_LIMIT = 300
 # lines after a hung task's first line that are read for its stack (the kernel prints some 30 to 60)
 STACK_LINES = 80
+# lines after an AER error line that may name its errors ("device [vvvv:dddd] ...", then one "[NN] Name" each)
+AER_DETAIL_LINES = 20
 
 _PCI = r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
 _DEVICE = r"(?P<driver>[\w.-]{1,32}) (?P<pci>%s):" % _PCI
@@ -133,7 +135,13 @@ def _gpu_event(line, time_text):
     return None
 
 
-_WORDS = ("AER", "PCIe", "INFO: task", "lockup", "panic", "EDAC", "mce:", "RmInitAdapter", "segfault")
+
+
+def _may_start_event(line):
+    """False for a line that names none of the words an event starts with (plain substring tests: the fastest
+    way through a long log of other messages)."""
+    return ("AER" in line or "PCIe" in line or "INFO: task" in line or "lockup" in line or "panic" in line
+            or "EDAC" in line or "mce:" in line or "RmInitAdapter" in line or "segfault" in line)
 
 
 class _Reader:
@@ -144,6 +152,7 @@ class _Reader:
         self.clock = clock
         self.cutoff = cutoff
         self.aer = None
+        self.aer_left = 0
         self.hung = None
         self.stack_left = 0
 
@@ -153,8 +162,9 @@ class _Reader:
         return self.cutoff is not None and epoch is not None and epoch < self.cutoff, time_text
 
     def _continues(self, line):
-        if self.aer is not None:
-            detail = _AER_DETAIL_RE.search(line)
+        if self.aer_left > 0:
+            self.aer_left -= 1
+            detail = _AER_DETAIL_RE.search(line) if "] " in line else None
             if detail and _bus(detail.group("pci")) == self.aer["pci_bus_id"]:
                 if len(self.aer["aer_errors"]) < 16:
                     self.aer["aer_errors"].append(detail.group("name"))
@@ -167,14 +177,16 @@ class _Reader:
 
     def read(self, line):
         """The events a line starts (none, or one)."""
-        if self._continues(line) or not any(word in line for word in _WORDS):
+        if (self.aer_left or self.stack_left) and self._continues(line):
+            return None
+        if not _may_start_event(line):
             return None
         too_old, time_text = self._time(line)
         if too_old:
             return None
         match = _AER_ERROR_RE.search(line)
         if match:
-            self.aer = _aer_error(match, time_text, line)
+            self.aer, self.aer_left = _aer_error(match, time_text, line), AER_DETAIL_LINES
             return self.aer
         match = _HUNG_TASK_RE.search(line)
         if match:
@@ -191,6 +203,8 @@ def iter_host_events(text, now=None, window_seconds=None, boot_time=None):
     reader = _Reader(_Clock(now, boot_time), now - window_seconds if window_seconds is not None else None)
     held = None  # the last event, yielded when the next one starts: the lines between may complete it
     for line in text.splitlines():
+        if not (reader.aer_left or reader.stack_left or _may_start_event(line)):
+            continue
         event = reader.read(line)
         if event is not None:
             if held is not None:

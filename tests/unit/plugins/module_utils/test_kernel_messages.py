@@ -6,7 +6,11 @@ import calendar
 
 import pytest
 
+from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
+from ansible_collections.gpufleet.core.plugins.module_utils.host_io import ReplayHost
+from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import collect_kernel_log
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_messages import aer_severity, parse_host_events
+from tests.support.schema_check import assert_valid_facts
 
 NOW = calendar.timegm((2026, 11, 30, 12, 0, 0, 0, 0, 0))
 BOOT = NOW - 100000
@@ -220,3 +224,31 @@ def test_corpus_segfault_in_nccl(corpus):
 def test_corpus_logs_of_xids_and_ooms_hold_no_host_event(corpus, name):
     """Their faults are Xids, SXids and OOM kills, read by kernel_log and kernel_oom; no host event is invented."""
     assert parse_host_events(corpus.read_realdata(name), now=NOW) == []
+
+
+# --- the collector: journalctl and dmesg give the same host events and OOM kills as files -------------------------
+
+JOURNAL = """\
+2026-11-30T10:00:00+0000 gpu-7 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=x, GPU has fallen off the bus.
+2026-11-30T10:00:01+0000 gpu-7 kernel: nvidia 0000:18:00.0: AER: can't recover (no error_detected callback)
+2026-11-30T10:00:02+0000 gpu-7 kernel: Out of memory: Killed process 77 (python3) total-vm:1kB, anon-rss:5kB
+"""
+
+
+@pytest.mark.parametrize("fixture, source", [
+    ({"bins": {"journalctl": "/usr/bin/journalctl"},
+      "commands": {"journalctl _TRANSPORT=kernel -o short-iso --no-pager --since=-72h": {"rc": 0, "stdout": JOURNAL}}},
+     "journalctl"),
+    ({"bins": {"dmesg": "/usr/bin/dmesg"},
+      "commands": {"dmesg --ctime": {"rc": 0, "stdout": JOURNAL.replace("2026-11-30T", "[Mon Nov 30 ").replace(
+          "+0000 gpu-7 kernel:", " 2026]")}}}, "dmesg"),
+])
+def test_the_collector_reads_host_events_and_oom_kills_from_every_source(fixture, source):
+    facts = new_facts()
+    facts["collected_at"] = "2026-11-30T12:00:00Z"
+    assert collect_kernel_log(ReplayHost(dict(fixture, now=NOW)), facts, source=source) == source
+    assert [event["kind"] for event in facts["kernel_events"]] == ["pcie_aer_unrecovered"]
+    assert [(event["xid"], event["pci_bus_id"]) for event in facts["xid_events"]] == [(79, "0000:18:00.0")]
+    oom = facts["kernel_log"]["oom_kills"]
+    assert (oom["count"], oom["global"], oom["events"][0]["pid"], oom["events"][0]["unit"]) == (1, 1, 77, None)
+    assert_valid_facts(facts)
