@@ -105,7 +105,9 @@ options:
     default: 20
   kernel_log_source:
     description:
-      - Where kernel log events (Xid, fallen off the bus, API mismatch, NVSwitch errors (SXid)) are read from.
+      - Where kernel log events (Xid, fallen off the bus, API mismatch, NVSwitch errors (SXid), and the host's own
+        messages - PCIe AER errors and limited links, machine checks and EDAC memory errors, hung tasks, soft
+        lockups, kernel panics, GPU initialisation failures, crashes in GPU libraries, OOM kills) are read from.
       - V(auto) uses C(journalctl -k), then C(dmesg). V(files) reads O(kernel_log_files).
     type: str
     choices: [auto, journalctl, dmesg, files]
@@ -114,7 +116,7 @@ options:
     description:
       - Log files to read when O(kernel_log_source=files), for example C(/var/log/kern.log) or a saved C(dmesg).
       - Read are classic syslog lines, ISO 8601 times with or without a zone, C(YYYY-MM-DD HH:MM:SS,mmm), RFC 5424,
-        C(dmesg --ctime), C(dmesg --decode), raw C(dmesg) and C(/dev/kmsg) records; NVRM lines in any other format
+        C(dmesg --ctime), C(dmesg --decode), raw C(dmesg), C(/dev/kmsg) and pstore records; NVRM lines in any other format
         are counted in C(kernel_log.unplaced_lines) with an entry in C(errors).
     type: list
     elements: path
