@@ -32,6 +32,8 @@ _DEVICE = r"(?P<driver>[\w.-]{1,32}) (?P<pci>%s):" % _PCI
 _AER_ERROR_RE = re.compile(_DEVICE + r" PCIe Bus Error: severity=(?P<severity>[A-Za-z() -]+?),\s*type=(?P<type>[A-Za-z ]+)")
 _AER_DETAIL_RE = re.compile(_DEVICE + r"\s+\[\s*\d{1,2}\] (?P<name>[A-Za-z][\w-]*(?: [A-Za-z][\w-]*)*)")
 _AER_UNRECOVERED_RE = re.compile(_DEVICE + r" AER: can't recover \(no error_detected callback\)")
+# the kernel coalesced errors that came faster than it could log them: "AER: Multiple Corrected error received"
+_AER_MULTIPLE_RE = re.compile(_DEVICE + r" AER: Multiple ")
 _LINK_LIMITED_RE = re.compile(
     r"(?P<pci>%s): (?P<available>[\d.]+) Gb/s available PCIe bandwidth, limited by (?P<limit>[\d.]+ GT/s PCIe x\d+) "
     r"link at (?P<at>%s) \(capable of (?P<capable>[\d.]+) Gb/s with (?P<full>[\d.]+ GT/s PCIe x\d+) link\)"
@@ -79,7 +81,7 @@ def _event(kind, time_text, pci_bus_id, message, **fields):
 def _aer_error(match, time_text, line):
     return _event("pcie_aer", time_text, _bus(match.group("pci")), line[match.start():],
                   aer_severity=aer_severity(match.group("severity")), aer_type=_text(match.group("type"), 40),
-                  aer_errors=[])
+                  aer_errors=[], multiple=False)
 
 
 def _hung_task(match, time_text, line):
@@ -153,6 +155,7 @@ class _Reader:
         self.cutoff = cutoff
         self.aer = None
         self.aer_left = 0
+        self.multiple = None  # the device of an "AER: Multiple ..." line not yet given to its error
         self.hung = None
         self.stack_left = 0
 
@@ -160,6 +163,18 @@ class _Reader:
         """(skip, time text): skip is True for a line older than the window."""
         epoch, time_text, _kmsg = _line_time(line, self.clock) if line.strip() else (None, None, False)
         return self.cutoff is not None and epoch is not None and epoch < self.cutoff, time_text
+
+    def _coalesced(self, line):
+        """An "AER: Multiple ... received" line marks the error of its device just before or just after it."""
+        match = _AER_MULTIPLE_RE.search(line)
+        if match is None:
+            return False
+        bus = _bus(match.group("pci"))
+        if self.aer is not None and self.aer_left > 0 and self.aer["pci_bus_id"] == bus:
+            self.aer["multiple"] = True
+        else:
+            self.multiple = bus
+        return True
 
     def _continues(self, line):
         if self.aer_left > 0:
@@ -184,9 +199,13 @@ class _Reader:
         too_old, time_text = self._time(line)
         if too_old:
             return None
+        if "Multiple" in line and self._coalesced(line):
+            return None
         match = _AER_ERROR_RE.search(line)
         if match:
             self.aer, self.aer_left = _aer_error(match, time_text, line), AER_DETAIL_LINES
+            if self.multiple == self.aer["pci_bus_id"]:
+                self.aer["multiple"], self.multiple = True, None
             return self.aer
         match = _HUNG_TASK_RE.search(line)
         if match:

@@ -1135,6 +1135,11 @@ ansible_facts:
               returned: always
               type: list
               elements: str
+            multiple:
+              description: 'pcie_aer: the kernel said it coalesced several errors (''AER: Multiple ... error received''
+                next to it). Added in 1.5.'
+              returned: success
+              type: bool
             driver:
               description: 'pcie_aer_unrecovered: the driver of the device (nvidia, xhci_hcd, ...). Added in 1.5.'
               returned: success

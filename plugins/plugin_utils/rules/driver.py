@@ -8,7 +8,7 @@ __metaclass__ = type
 
 from collections import Counter
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import declare_rule, gpu_label, rule
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import declare_rule, gpu_label, parse_time, rule
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.hardware import (
     events_in_window, gpus_by_bus, kernel_event_groups)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge import compare_versions, driver_branch
@@ -87,13 +87,26 @@ def gpu_init_failed(ctx):
     return findings
 
 
-def _xids_in_window(ctx):
-    return events_in_window(ctx, ctx.facts.get("xid_events") or ())
+# a task blocked this soon after an Xid waits on the GPU the Xid hit (the kernel reports it after 120 s or more)
+HUNG_AFTER_XID_SECONDS = 900
+
+
+def _xids_before(ctx, events):
+    """The window's Xids logged at most HUNG_AFTER_XID_SECONDS before one of the hung tasks (both timed)."""
+    moments = [parse_time(event.get("time")) for event in events]
+    moments = [moment for moment in moments if moment is not None]
+    found = []
+    for xid in events_in_window(ctx, ctx.facts.get("xid_events") or ()):
+        logged = parse_time(xid.get("time"))
+        if logged is not None and any(0 <= (moment - logged).total_seconds() <= HUNG_AFTER_XID_SECONDS
+                                      for moment in moments):
+            found.append(xid)
+    return found
 
 
 @rule("driver.kernel_hung_task", "driver", "warning",
       "Tasks blocked for minutes in the kernel (hung_task): critical when the NVIDIA modules are in their stack or "
-      "Xids are in the window")
+      "an Xid came shortly before")
 def kernel_hung_task(ctx):
     groups = kernel_event_groups(ctx, ("hung_task",))
     events = [event for group in groups.values() for event in group.events]
@@ -101,13 +114,14 @@ def kernel_hung_task(ctx):
         return ()
     count = sum(group.count for group in groups.values())
     in_nvidia = [event for event in events if event.get("nvidia_stack")]
-    xids = _xids_in_window(ctx)
+    xids = _xids_before(ctx, events)
     tasks = ["%s (pid %s, %ss)" % (event.get("process"), event.get("pid"), event.get("seconds")) for event in events]
-    evidence = {"count": count, "tasks": tasks[:8], "in_nvidia_stack": len(in_nvidia), "xids_in_window": len(xids),
+    evidence = {"count": count, "tasks": tasks[:8], "in_nvidia_stack": len(in_nvidia),
+                "xids_before": sorted(set("Xid %s on %s" % (xid.get("xid"), xid.get("pci_bus_id")) for xid in xids)),
                 "last_time": events[-1].get("time")}
     if in_nvidia or xids:
         return [ctx.finding(None, "%d hung tasks in the kernel log%s: %s" % (
-            count, " with the NVIDIA modules in their stack" if in_nvidia else " while Xids were logged",
+            count, " with the NVIDIA modules in their stack" if in_nvidia else " shortly after an Xid",
             ", ".join(tasks[:3])), evidence,
             "Drain the host and reboot it: a task stuck in the NVIDIA driver holds the GPU (nvidia-smi and new jobs "
             "hang); read the Xids before it for the cause.", severity="critical")]

@@ -580,6 +580,20 @@ def _device_label(ctx, bus):
     return gpu_label(gpu) if gpu else "PCIe device %s" % (bus or "(not named)")
 
 
+def _second(moment):
+    """The second of an event's time text ('2026-09-19T16:18:02Z', raw '3.499123'), None when it has none."""
+    if not moment:
+        return None
+    return moment[:19] if "T" in moment else moment.split(".")[0]
+
+
+def _aer_burst(events):
+    """The kernel coalesced errors ("AER: Multiple ... received"), or logged two of them in one second."""
+    seconds = [_second(event.get("time")) for event in events]
+    timed = [second for second in seconds if second is not None]
+    return any(event.get("multiple") for event in events) or len(set(timed)) < len(timed)
+
+
 def _aer_finding(ctx, bus, severity, events):
     names = sorted(set(name for event in events.events for name in event.get("aer_errors") or ()))
     limit = ctx.thresholds.get("aer_correctable_warning")
@@ -598,11 +612,13 @@ def _aer_finding(ctx, bus, severity, events):
             label, events.count, ", ".join(names) or "no error names"), evidence,
             "Watch the device: a transaction was lost and recovered. Check the slot, riser and the port's ACS and "
             "firmware settings; recurring errors need a maintenance window.", severity="warning")
-    flood = limit is not None and events.count >= limit
-    evidence["correctable_warning"] = limit
+    burst = _aer_burst(events.events)
+    flood = burst or (limit is not None and events.count >= limit)
+    evidence.update(correctable_warning=limit, burst=burst)
     return ctx.finding(bus, "%s: %d corrected PCIe AER errors in the kernel log (%s)%s" % (
         label, events.count, ", ".join(names) or "no error names",
-        "" if flood else ", below thresholds.aer_correctable_warning %s" % limit), evidence,
+        ", in a burst" if burst else "" if flood else ", below thresholds.aer_correctable_warning %s" % limit),
+        evidence,
         "Link quality is degrading: reseat the card or riser and check the slot at the next maintenance; the rate "
         "matters more than one error." if flood else
         "Nothing to do now; a corrected error was recovered by the link. Watch whether the count grows.",
@@ -611,7 +627,8 @@ def _aer_finding(ctx, bus, severity, events):
 
 @rule("hardware.kernel_pcie_aer", "hardware", "critical",
       "PCIe AER errors in the kernel log: fatal (critical), non-fatal uncorrectable (warning), corrected (warning at "
-      "thresholds.aer_correctable_warning, else info); a GPU whose driver cannot recover from one (critical)")
+      "thresholds.aer_correctable_warning or in a burst, else info); a GPU whose driver cannot recover from one "
+      "(critical)")
 def kernel_pcie_aer(ctx):
     groups = kernel_event_groups(ctx, ("pcie_aer", "pcie_aer_unrecovered"))
     findings = []

@@ -140,11 +140,13 @@ def _summary(events):
 def test_corpus_aer_in_four_timestamp_forms(corpus):
     events = parse_host_events(corpus.read_realdata(
         "kernel-pcie-aer_corrected-nonfatal-fatal-with-nvidia-cant-recover_issue-quotes.txt"), now=NOW)
-    aer = [(e["pci_bus_id"], e["aer_severity"], e["aer_errors"]) for e in events if e["kind"] == "pcie_aer"]
-    assert aer == [("0000:00:03.0", "fatal", ["SDES", "CmpltTO"]),
-                   ("0000:00:03.1", "corrected", ["Timeout"]), ("0000:00:03.1", "corrected", ["BadTLP"]),
-                   ("0000:00:1d.0", "corrected", ["Receiver Error"]), ("0000:00:1d.0", "corrected", ["Receiver Error"]),
-                   ("0000:80:1b.4", "non_fatal", ["ACSViol"])]
+    aer = [(e["pci_bus_id"], e["aer_severity"], e["aer_errors"], e["multiple"]) for e in events
+           if e["kind"] == "pcie_aer"]
+    assert aer == [("0000:00:03.0", "fatal", ["SDES", "CmpltTO"], True),
+                   ("0000:00:03.1", "corrected", ["Timeout"], False), ("0000:00:03.1", "corrected", ["BadTLP"], False),
+                   ("0000:00:1d.0", "corrected", ["Receiver Error"], True),
+                   ("0000:00:1d.0", "corrected", ["Receiver Error"], True),
+                   ("0000:80:1b.4", "non_fatal", ["ACSViol"], False)]
     unrecovered = [(e["pci_bus_id"], e["driver"]) for e in events if e["kind"] == "pcie_aer_unrecovered"]
     assert ("0000:03:00.0", "nvidia") in unrecovered and len(unrecovered) == 7
 

@@ -54,13 +54,19 @@ def test_a_fatal_aer_on_a_gpu_and_its_driver_that_cannot_recover_are_critical():
 
 
 def test_corrected_aer_errors_are_a_warning_only_at_the_policy_threshold():
-    line = ("2026-11-30T10:00:%02d+0000 h kernel: pcieport 0000:00:01.0: PCIe Bus Error: severity=Corrected, "
+    line = ("2026-11-30T10:%02d:00+0000 h kernel: pcieport 0000:00:01.0: PCIe Bus Error: severity=Corrected, "
             "type=Physical Layer, (Receiver ID)\n")
-    few = audit_log("".join(line % second for second in range(3)))
-    many = audit_log("".join(line % second for second in range(12)))
+    few = audit_log("".join(line % minute for minute in range(3)))
+    many = audit_log("".join(line % minute for minute in range(12)))
+    burst = audit_log(line % 1 + line % 1)
+    coalesced = audit_log(line % 1 + "2026-11-30T10:01:00+0000 h kernel: pcieport 0000:00:01.0: AER: Multiple "
+                                     "Corrected error received: 0000:00:01.0\n")
     assert of_rule(few, "hardware.kernel_pcie_aer") == [("0000:00:01.0", "info")]
     assert of_rule(many, "hardware.kernel_pcie_aer") == [("0000:00:01.0", "warning")]
     assert one(many, "hardware.kernel_pcie_aer")["evidence"]["count"] == 12
+    assert of_rule(burst, "hardware.kernel_pcie_aer") == of_rule(coalesced, "hardware.kernel_pcie_aer") == [
+        ("0000:00:01.0", "warning")]
+    assert one(coalesced, "hardware.kernel_pcie_aer")["evidence"]["burst"] is True
 
 
 def test_a_link_limited_only_in_speed_is_info_and_one_limited_in_width_a_warning():
@@ -78,11 +84,13 @@ def test_an_uncorrected_memory_error_is_critical():
     assert (finding["severity"], finding["layer"], finding["evidence"]["uncorrected"]) == ("critical", "hardware", 1)
 
 
-def test_a_hung_task_while_xids_are_logged_is_critical_and_one_alone_a_warning():
+def test_a_hung_task_shortly_after_an_xid_is_critical_and_one_alone_or_long_after_a_warning():
     hung = "2026-11-30T10:05:00Z h kernel: INFO: task containerd:812 blocked for more than 122 seconds.\n"
-    xid = "2026-11-30T10:00:00Z h kernel: NVRM: Xid (PCI:0000:18:00): 45, pid=1, name=python3, Ch 0000000a\n"
+    xid = "2026-11-30T%s h kernel: NVRM: Xid (PCI:0000:18:00): 45, pid=1, name=python3, Ch 0000000a\n"
     assert of_rule(audit_log(hung), "driver.kernel_hung_task") == [(None, "warning")]
-    assert of_rule(audit_log(xid + hung), "driver.kernel_hung_task") == [(None, "critical")]
+    assert of_rule(audit_log(xid % "08:00:00Z" + hung), "driver.kernel_hung_task") == [(None, "warning")]
+    finding = one(audit_log(xid % "10:00:00Z" + hung), "driver.kernel_hung_task")
+    assert (finding["severity"], finding["evidence"]["xids_before"]) == ("critical", ["Xid 45 on 0000:18:00.0"])
 
 
 def test_one_cpu_locking_up_again_and_again_is_critical():
@@ -184,8 +192,9 @@ def test_corpus_aer_fatal_with_a_gpu_that_cannot_recover_is_critical(corpus):
     assert verdicts[("0000:00:03.0", "fatal")] == "critical"
     assert verdicts[("0000:03:00.0", "nvidia")] == "critical"
     assert verdicts[("0000:80:1b.4", "non_fatal")] == "warning"
-    # two corrected errors per port in these quotes: below thresholds.aer_correctable_warning, seen but no flood
-    assert verdicts[("0000:00:03.1", "corrected")] == verdicts[("0000:00:1d.0", "corrected")] == "info"
+    # two corrected errors per port, below thresholds.aer_correctable_warning, but a burst: two in one second
+    # (pop-os) and "Multiple Corrected error received" (raspberry-pi-pcie-devices)
+    assert verdicts[("0000:00:03.1", "corrected")] == verdicts[("0000:00:1d.0", "corrected")] == "warning"
     assert verdicts[("0000:97:00.0", "xhci_hcd")] == "warning"
 
 
