@@ -708,8 +708,10 @@ def host_memory_errors(ctx):
             len(uncorrected), " (%s)" % ", ".join(locations[:3]) if locations else ""), evidence,
             "Drain the host: uncorrected CPU or memory errors corrupt data (pinned buffers, NCCL shared memory). "
             "Read mcelog or ras-mc-ctl --errors for the bank and DIMM, and replace it.", severity="critical")]
-    return [ctx.finding(None, "%d corrected memory errors and %d machine check reports in the kernel log%s" % (
-        corrected, evidence["machine_check_lines"], " (%s)" % ", ".join(locations[:3]) if locations else ""),
+    what = ("%d corrected memory errors" % corrected if corrected else
+            "%d machine check reports (the line does not say what)" % evidence["machine_check_lines"])
+    return [ctx.finding(None, "%s in the kernel log%s" % (
+        what, " (%s)" % ", ".join(locations[:3]) if locations else ""),
         evidence, "Read ras-mc-ctl --summary or mcelog for the DIMM; corrected errors that recur on one DIMM announce "
         "its failure: replace it at the next maintenance.")]
 

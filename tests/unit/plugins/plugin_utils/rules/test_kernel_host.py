@@ -84,6 +84,13 @@ def test_an_uncorrected_memory_error_is_critical():
     assert (finding["severity"], finding["layer"], finding["evidence"]["uncorrected"]) == ("critical", "hardware", 1)
 
 
+def test_machine_checks_that_say_nothing_more_are_a_warning_naming_them():
+    text = "2026-11-30T10:00:00Z h kernel: mce: [Hardware Error]: Machine check events logged\n"
+    finding = one(audit_log(text), "hardware.host_memory_errors")
+    assert (finding["severity"], finding["summary"]) == (
+        "warning", "1 machine check reports (the line does not say what) in the kernel log")
+
+
 def test_a_hung_task_shortly_after_an_xid_is_critical_and_one_alone_or_long_after_a_warning():
     hung = "2026-11-30T10:05:00Z h kernel: INFO: task containerd:812 blocked for more than 122 seconds.\n"
     xid = "2026-11-30T%s h kernel: NVRM: Xid (PCI:0000:18:00): 45, pid=1, name=python3, Ch 0000000a\n"
