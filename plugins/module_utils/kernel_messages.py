@@ -29,7 +29,8 @@ AER_DETAIL_LINES = 20
 _PCI = r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
 _DEVICE = r"(?P<driver>[\w.-]{1,32}) (?P<pci>%s):" % _PCI
 
-_AER_ERROR_RE = re.compile(_DEVICE + r" PCIe Bus Error: severity=(?P<severity>[A-Za-z() -]+?),\s*type=(?P<type>[A-Za-z ]+)")
+_AER_ERROR_RE = re.compile(
+    _DEVICE + r" PCIe Bus Error: severity=(?P<severity>[A-Za-z() -]+?),\s*type=(?P<type>[A-Za-z ]+)")
 _AER_DETAIL_RE = re.compile(_DEVICE + r"\s+\[\s*\d{1,2}\] (?P<name>[A-Za-z][\w-]*(?: [A-Za-z][\w-]*)*)")
 _AER_UNRECOVERED_RE = re.compile(_DEVICE + r" AER: can't recover \(no error_detected callback\)")
 # the kernel coalesced errors that came faster than it could log them: "AER: Multiple Corrected error received"
@@ -38,7 +39,8 @@ _LINK_LIMITED_RE = re.compile(
     r"(?P<pci>%s): (?P<available>[\d.]+) Gb/s available PCIe bandwidth, limited by (?P<limit>[\d.]+ GT/s PCIe x\d+) "
     r"link at (?P<at>%s) \(capable of (?P<capable>[\d.]+) Gb/s with (?P<full>[\d.]+ GT/s PCIe x\d+) link\)"
     % (_PCI, _PCI))
-_HUNG_TASK_RE = re.compile(r"INFO: task (?P<process>.{1,64}?):(?P<pid>\d{1,10}) blocked for more than (?P<seconds>\d+) seconds")
+_HUNG_TASK_RE = re.compile(
+    r"INFO: task (?P<process>.{1,64}?):(?P<pid>\d{1,10}) blocked for more than (?P<seconds>\d+) seconds")
 _SOFT_LOCKUP_RE = re.compile(
     r"soft lockup - CPU#(?P<cpu>\d{1,5}) stuck for (?P<seconds>\d+)s! \[(?P<process>.{1,64}?):(?P<pid>\d{1,10})\]")
 _PANIC_RE = re.compile(r"Kernel panic - not syncing: ?(?P<reason>.*)")
@@ -49,7 +51,8 @@ _SEGFAULT_RE = re.compile(r"(?P<process>[^\s\[]{1,64})\[(?P<pid>\d{1,10})\]: seg
                           r" in (?P<library>lib(?:nccl|cuda|cudart|cudnn|cublas\w*|cufft|curand|cusparse|cusolver|nvrtc"
                           r"|nvidia-[\w-]+|nvinfer\w*|nvjitlink)[\w.+-]*)")
 # a hung task whose stack runs through the NVIDIA modules: the driver, not the task, is stuck
-_NVIDIA_STACK_RE = re.compile(r"\[nvidia\w*\]|\buvm_\w+\+0x|\bnvidia_\w+\+0x|\b_nv\d+rm\+0x|\bos_\w+\+0x\w+/\w+ \[nvidia")
+_NVIDIA_STACK_RE = re.compile(
+    r"\[nvidia\w*\]|\buvm_\w+\+0x|\bnvidia_\w+\+0x|\b_nv\d+rm\+0x|\bos_\w+\+0x\w+/\w+ \[nvidia")
 _AER_SEVERITIES = (("non-fatal", "non_fatal"), ("fatal", "fatal"), ("correct", "corrected"))
 _MCE_UNCORRECTED = ("Machine Check Exception", "Uncorrected", "PROCESSOR CONTEXT CORRUPT", "Fatal")
 

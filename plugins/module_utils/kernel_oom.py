@@ -26,7 +26,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import ( 
     _Clock, _line_time)
 
 _SUMMARY = re.compile(r"oom-kill:(?P<fields>constraint=\S+)")
-_KILLED = re.compile(r"(?P<memcg>Memory cgroup out of memory: )?(?P<global>Out of memory(?: \(oom_kill_allocating_task\))?: )?"
+_KILLED = re.compile(r"(?P<memcg>Memory cgroup out of memory: )?"
+                     r"(?P<global>Out of memory(?: \(oom_kill_allocating_task\))?: )?"
                      r"Kill(?P<past>ed)? process (?P<pid>\d+)(?:, UID \d+,)? \((?P<name>[^)]{0,64})\)(?P<rest>.*)")
 _STATS_FOR = re.compile(r"Memory cgroup stats for (?P<cgroup>/\S*?):?(?:\s|$)")
 _REPORT_START = "invoked oom-killer"

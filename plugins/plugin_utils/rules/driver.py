@@ -8,7 +8,8 @@ __metaclass__ = type
 
 from collections import Counter
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import declare_rule, gpu_label, parse_time, rule
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import (
+    declare_rule, gpu_label, parse_time, rule)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.hardware import (
     events_in_window, gpus_by_bus, kernel_event_groups)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge import compare_versions, driver_branch
