@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Kernel messages about the host's health beside the NVIDIA Xids: PCIe AER errors and the devices whose driver
 cannot recover from them, PCIe links that limit a device's bandwidth, machine checks and EDAC memory errors, hung
-tasks, soft lockups, kernel panics, NVIDIA GPUs whose initialisation failed (RmInitAdapter failed) and crashes of
-processes inside NVIDIA or CUDA libraries.
+tasks, soft lockups, kernel panics, NVIDIA GPUs whose initialisation failed (RmInitAdapter failed) or whose GSP RPC
+errors the driver rate-limits, and crashes of processes inside NVIDIA or CUDA libraries.
 
 iter_host_events() reads every line format kernel_log reads (journalctl, syslog, dmesg, dmesg -T, dmesg --decode,
 /dev/kmsg, pstore, bare lines: the message is found wherever it is in the line) and yields events of the schema's
@@ -46,6 +46,8 @@ _SOFT_LOCKUP_RE = re.compile(
 _PANIC_RE = re.compile(r"Kernel panic - not syncing: ?(?P<reason>.*)")
 _EDAC_RE = re.compile(r"EDAC (?:[\w-]+ )?MC(?P<mc>\d{1,3}): (?P<count>\d{1,9}) (?P<type>CE|UE) (?P<where>.*)")
 _MCE_RE = re.compile(r"mce: \[Hardware Error\]: (?P<text>.*)")
+# the driver stops printing a GPU's GSP RPC errors one by one (and with them their Xid 119 lines)
+_GSP_RATE_LIMITED_RE = re.compile(r"NVRM: Rate limiting GSP RPC error prints for GPU at PCI:(?P<pci>[0-9a-fA-F:.]{7,16})")
 _INIT_FAILED_RE = re.compile(r"NVRM: (?:GPU (?P<pci>%s): )?RmInitAdapter failed! \((?P<code>[^)]{0,40})\)" % _PCI)
 _SEGFAULT_RE = re.compile(r"(?P<process>[^\s\[]{1,64})\[(?P<pid>\d{1,10})\]: segfault at \S+ ip \S+ sp \S+ error \d+"
                           r" in (?P<library>lib(?:nccl|cuda|cudart|cudnn|cublas\w*|cufft|curand|cusparse|cusolver|nvrtc"
@@ -129,6 +131,9 @@ def _machine_event(line, time_text):
 
 
 def _gpu_event(line, time_text):
+    match = _GSP_RATE_LIMITED_RE.search(line)
+    if match:
+        return _event("gsp_rpc_rate_limited", time_text, _bus(match.group("pci").rstrip(".:")), line[match.start():])
     match = _INIT_FAILED_RE.search(line)
     if match:
         return _event("init_failed", time_text, _bus(match.group("pci")), line[match.start():],
@@ -146,7 +151,8 @@ def _may_start_event(line):
     """False for a line that names none of the words an event starts with (plain substring tests: the fastest
     way through a long log of other messages)."""
     return ("AER" in line or "PCIe" in line or "INFO: task" in line or "lockup" in line or "panic" in line
-            or "EDAC" in line or "mce:" in line or "RmInitAdapter" in line or "segfault" in line)
+            or "EDAC" in line or "mce:" in line or "RmInitAdapter" in line or "segfault" in line
+            or "GSP RPC" in line)
 
 
 class _Reader:

@@ -332,9 +332,9 @@ ansible_facts:
         and clock_offset_s. 1.4 added gpus[].recovery_action, sxid_events (NVSwitch errors), kernel_log groups of
         kind sxid, and xid_events[].gpc, tpc and sm. 1.5 added the host''s own kernel messages to kernel_events
         (kinds pcie_aer, pcie_aer_unrecovered, pcie_link_limited, memory_error, machine_check, hung_task, soft_lockup,
-        kernel_panic, init_failed, segfault, with their fields), kernel_log.oom_kills (every OOM kill of the window,
-        named or not, with the pod, container or unit its cgroup names), host_pressure.vmstat_since_boot and the
-        avg300 averages of pressure.'
+        kernel_panic, init_failed, gsp_rpc_rate_limited, segfault, with their fields), kernel_log.oom_kills (every
+        OOM kill of the window, named or not, with the pod, container or unit its cgroup names), host_pressure.vmstat_since_boot
+        and the avg300 averages of pressure.'
       returned: always
       type: dict
       contains:
@@ -1082,12 +1082,13 @@ ansible_facts:
           contains:
             kind:
               description: 'Event kind: fallen_off_bus and api_mismatch (NVRM); since 1.5 also init_failed (NVRM:
-                RmInitAdapter failed), pcie_aer (a ''PCIe Bus Error'' line with its error names), pcie_aer_unrecovered
-                (a driver that cannot recover from an AER error), pcie_link_limited (the kernel''s ''available PCIe
-                bandwidth, limited by''), memory_error (EDAC CE/UE), machine_check (''mce: [Hardware Error]''),
-                hung_task, soft_lockup, kernel_panic and segfault (a process crashed inside an NVIDIA or CUDA library).
-                One of: fallen_off_bus, api_mismatch, pcie_aer, pcie_aer_unrecovered, pcie_link_limited, memory_error,
-                machine_check, hung_task, soft_lockup, kernel_panic, init_failed, segfault.'
+                RmInitAdapter failed), gsp_rpc_rate_limited (NVRM: Rate limiting GSP RPC error prints for GPU at
+                PCI:...), pcie_aer (a ''PCIe Bus Error'' line with its error names), pcie_aer_unrecovered (a driver
+                that cannot recover from an AER error), pcie_link_limited (the kernel''s ''available PCIe bandwidth,
+                limited by''), memory_error (EDAC CE/UE), machine_check (''mce: [Hardware Error]''), hung_task,
+                soft_lockup, kernel_panic and segfault (a process crashed inside an NVIDIA or CUDA library). One
+                of: fallen_off_bus, api_mismatch, pcie_aer, pcie_aer_unrecovered, pcie_link_limited, memory_error,
+                machine_check, hung_task, soft_lockup, kernel_panic, init_failed, segfault, gsp_rpc_rate_limited.'
               returned: success
               type: str
             time:
@@ -1307,7 +1308,7 @@ ansible_facts:
                 kind:
                   description: 'xid for Xid events, sxid for NVSwitch errors (since 1.4), else the kernel_event
                     kind. One of: xid, fallen_off_bus, api_mismatch, sxid, pcie_aer, pcie_aer_unrecovered, pcie_link_limited,
-                    memory_error, machine_check, hung_task, soft_lockup, kernel_panic, init_failed, segfault.'
+                    memory_error, machine_check, hung_task, soft_lockup, kernel_panic, init_failed, segfault, gsp_rpc_rate_limited.'
                   returned: success
                   type: str
                 xid:

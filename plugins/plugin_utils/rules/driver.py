@@ -92,6 +92,31 @@ def gpu_init_failed(ctx):
 HUNG_AFTER_XID_SECONDS = 900
 
 
+GSP_RPC_TIMEOUT_XID = 119
+
+
+@rule("driver.gsp_rpc_errors", "driver", "critical",
+      "The driver rate-limits a GPU's GSP RPC errors ('The GPU likely needs to be reset') and no Xid 119 of that GPU "
+      "is in the window to say it")
+def gsp_rpc_errors(ctx):
+    reported = set(xid.get("pci_bus_id") for xid in events_in_window(ctx, ctx.facts.get("xid_events") or ())
+                   if xid.get("xid") == GSP_RPC_TIMEOUT_XID)
+    findings = []
+    for (_kind, bus), events in sorted(kernel_event_groups(ctx, ("gsp_rpc_rate_limited",)).items(),
+                                       key=lambda item: item[0][1] or ""):
+        if bus in reported:
+            continue  # the Xid 119 finding of this GPU says it, with the count of its timeouts
+        gpu = gpus_by_bus(ctx).get(bus)
+        findings.append(ctx.finding(
+            bus, "The driver rate-limits the GSP RPC errors of %s (the GPU likely needs to be reset)" % (
+                gpu_label(gpu) if gpu else "GPU %s" % (bus or "(not named)")),
+            {"pci_bus_id": bus, "count": events.count, "last_time": events.events[-1].get("time"),
+             "message": events.events[-1].get("message")},
+            "Drain the host and reset the GPU (nvidia-smi -r, or reboot); if GSP errors return, update the driver "
+            "(its GSP firmware) and hand the GPU over for repair if they persist."))
+    return findings
+
+
 def _xids_before(ctx, events):
     """The window's Xids logged at most HUNG_AFTER_XID_SECONDS before one of the hung tasks (both timed)."""
     moments = [parse_time(event.get("time")) for event in events]

@@ -216,8 +216,20 @@ def test_corpus_segfault_in_nccl(corpus):
 
 
 @pytest.mark.corpus
+def test_corpus_gsp_rpc_errors_rate_limited_after_the_xid_119_burst(corpus):
+    events = parse_host_events(corpus.read_realdata("dmesg-T_xid119-gsp-rpc-timeout_dell-xe9680-h100_gpud.log"), now=NOW)
+    assert [(e["kind"], e["pci_bus_id"], e["time"]) for e in events] == [
+        ("gsp_rpc_rate_limited", "0000:9b:00.0", "2025-02-23T16:24:36Z")]
+
+
+def test_gsp_rate_limiting_of_a_pci_address_with_a_function():
+    text = ("<3>[ 812.1] NVRM: Rate limiting GSP RPC error prints for GPU at PCI:0000:18:00.0 (printing 1 of every "
+            "30).  The GPU likely needs to be reset.\n")
+    assert [e["pci_bus_id"] for e in parse_host_events(text, now=NOW)] == ["0000:18:00.0"]
+
+
+@pytest.mark.corpus
 @pytest.mark.parametrize("name", [
-    "dmesg-T_xid119-gsp-rpc-timeout_dell-xe9680-h100_gpud.log",
     "kernel-xid119-gsp-rpc-timeout_r525-wording_dmesg-T_issue-quotes.txt",
     "dmesg-decode-iso_xid13-43-and-oom-kill-variants_gpud.log",
     "kernel-oom_global-sysrq-f-with-oom-kill-line_qemu-ubuntu-5.4_kernlog_hotsos.txt",

@@ -113,6 +113,18 @@ def test_an_init_failure_of_a_gpu_the_log_names_is_critical_in_the_driver_layer(
         "0000:18:00.0", "critical", "driver", 2)
 
 
+def test_gsp_rate_limiting_is_critical_unless_an_xid_119_of_the_gpu_says_it():
+    limited = ("2026-11-30T10:00:00Z h kernel: NVRM: Rate limiting GSP RPC error prints for GPU at PCI:0000:18:00 "
+               "(printing 1 of every 30).  The GPU likely needs to be reset.\n")
+    xid = ("2026-11-30T09:59:00Z h kernel: NVRM: Xid (PCI:0000:18:00): 119, pid=1, name=x, Timeout after 6s of "
+           "waiting for RPC response from GPU0 GSP!\n")
+    finding = one(audit_log(limited), "driver.gsp_rpc_errors")
+    assert (finding["gpu"], finding["severity"], finding["layer"]) == ("0000:18:00.0", "critical", "driver")
+    findings = audit_log(xid + limited)
+    assert of_rule(findings, "driver.gsp_rpc_errors") == []
+    assert ("0000:18:00.0", "critical") in [(f["gpu"], f["severity"]) for f in findings if f["rule"].endswith(".xid")]
+
+
 def test_a_kernel_panic_is_critical():
     text = "<0>[ 3098.275469] Kernel panic - not syncing: Fatal machine check\n"
     assert of_rule(audit_log(text), "driver.kernel_panic") == [(None, "critical")]
