@@ -5,13 +5,18 @@
 
 Over a few seconds: the share of time tasks stalled on CPU, memory and I/O (pressure stall information,
 /proc/pressure/*: the `total` microseconds counters read at both ends of the sample, and the kernel's own
-avg10/avg60), the load per core, available memory, swap-in and swap-out pages per second (/proc/vmstat),
-and GPU utilization sampled about once a second through nvidia-smi over the same seconds.
+avg10/avg60/avg300), the load per core, available memory, swap-in and swap-out pages per second (/proc/vmstat)
+and the memory-pressure counters since boot (swap, direct reclaim, compaction, OOM kills), and GPU utilization
+sampled about once a second through nvidia-smi over the same seconds.
+
+The parsers are pure functions of text: a PSI file of the host or of a cgroup v2 (`cpu.pressure`), with or without
+the `full` line (the cpu file has none before kernel 5.13), also as `grep -n . /proc/pressure/*` prints it.
 """
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import re
 import time
 
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import add_error
@@ -23,6 +28,11 @@ GPU_QUERY = ["--query-gpu=index,utilization.gpu", "--format=csv,noheader,nounits
 QUERY_TIMEOUT = 5.0
 # A shorter sample (pressure_sample_seconds 0, a replay) measures nothing: only the kernel's averages count.
 MIN_MEASURED_SECONDS = 0.5
+# what grep -H/-n puts before a line: "/proc/pressure/io:2:full avg10=..."
+_FILE_PREFIX = re.compile(r"^(?P<path>[^\s:]*):(?:\d+:)?(?=(?:some|full)\s)")
+# /proc/vmstat counters since boot that tell of memory pressure; allocstall is split by zone on newer kernels
+VMSTAT_SINCE_BOOT = ("pswpin", "pswpout", "compact_stall", "compact_fail", "thp_fault_fallback", "pgmajfault",
+                     "oom_kill")
 
 
 def parse_psi(text):
@@ -30,7 +40,8 @@ def parse_psi(text):
     None when the text holds no `some` line."""
     parsed = {}
     for line in (text or "").splitlines():
-        words = line.split()
+        prefix = _FILE_PREFIX.match(line)
+        words = line[prefix.end():].split() if prefix else line.split()
         if not words or words[0] not in ("some", "full"):
             continue
         values = {}
@@ -42,6 +53,17 @@ def parse_psi(text):
                 continue
         parsed[words[0]] = values
     return parsed if "some" in parsed else None
+
+
+def split_psi_listing(text):
+    """{resource: text} of PSI files printed together with their names (grep -H or -n over /proc/pressure/*)."""
+    files = {}
+    for line in (text or "").splitlines():
+        prefix = _FILE_PREFIX.match(line)
+        if prefix:
+            resource = prefix.group("path").rsplit("/", 1)[-1].replace(".pressure", "")
+            files[resource] = files.get(resource, "") + line + "\n"
+    return files
 
 
 def parse_meminfo(text):
@@ -120,8 +142,16 @@ def pressure_record(before, after, seconds):
     record = {}
     for kind in ("some", "full"):
         record["%s_pct" % kind] = _stall_pct(before, after, kind, seconds)
-        for average in ("avg10", "avg60"):
+        for average in ("avg10", "avg60", "avg300"):
             record["%s_%s" % (kind, average)] = (after.get(kind) or {}).get(average)
+    return record
+
+
+def vmstat_record(vmstat):
+    """The memory-pressure counters since boot (null where the kernel has none); allocstall sums its zones."""
+    record = dict((name, vmstat.get(name)) for name in VMSTAT_SINCE_BOOT)
+    stalls = [value for name, value in vmstat.items() if name == "allocstall" or name.startswith("allocstall_")]
+    record["allocstall"] = sum(stalls) if stalls else None
     return record
 
 
@@ -222,6 +252,7 @@ def sample_host_pressure(host, facts, seconds, time_left, clock=time.monotonic, 
         "load": load_record(parse_loadavg(host.read_text("/proc/loadavg")), cpus),
         "memory": memory_record(meminfo),
         "swap": swap_record(meminfo, vm_before, vm_after, measured),
+        "vmstat_since_boot": vmstat_record(vm_after) if vm_after else None,
         "pressure": dict((resource, pressure_record(psi_before[resource], psi_after[resource], measured))
                          for resource in RESOURCES),
         "gpu_utilization": utilization_record(samples),

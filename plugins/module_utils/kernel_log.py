@@ -668,6 +668,7 @@ class EventBounds:
         self._groups = collections.OrderedDict()
         self._sequence = 0
         self.ungrouped = {"xid": 0, "kernel": 0, "sxid": 0}
+        self.oom_kills = []  # every OOM kill of the window (kernel_oom), bounded when the facts are written
 
     def add(self, kind, event):
         self._sequence += 1
@@ -686,7 +687,8 @@ class EventBounds:
             group = self._groups[key] = _Group(*key)
         group.add(self._sequence, event)
 
-    def add_all(self, xid_events, kernel_events, sxid_events=()):
+    def add_all(self, xid_events, kernel_events, sxid_events=(), oom_kills=()):
+        self.oom_kills.extend(oom_kills)
         for event in xid_events:
             self.add("xid", event)
         for event in kernel_events:
@@ -803,10 +805,10 @@ def _event_key(event):
 
 
 def _parse_files(host, facts, files, now, window_seconds, unplaced):
-    xids, kernel, sxids = [], [], []
+    xids, kernel, sxids, oom_kills = [], [], [], []
     if not files:
         add_error(facts, None, "kernel log files", "source is files but no files were named")
-        return xids, kernel, sxids
+        return xids, kernel, sxids, oom_kills
     for path in files:
         if str(path).endswith((".gz", ".xz", ".bz2", ".zst")):
             add_error(facts, None, "read %s" % path, "compressed log files are not read")
@@ -817,10 +819,12 @@ def _parse_files(host, facts, files, now, window_seconds, unplaced):
             continue
         file_xids, file_kernel, file_sxids = read_kernel_events(
             text, now=now, window_seconds=window_seconds, unplaced=unplaced)
+        file_kernel.extend(_host_events(text, now, window_seconds, None))
         _merge_without_duplicates(xids, file_xids, _event_key)
         _merge_without_duplicates(kernel, file_kernel, _event_key)
         _merge_without_duplicates(sxids, file_sxids, _event_key)
-    return xids, kernel, sxids
+        _merge_without_duplicates(oom_kills, _oom_kills(text, now, window_seconds, None), _event_key)
+    return xids, kernel, sxids, oom_kills
 
 
 def collect_kernel_log(host, facts, source="auto", files=None, window_hours=72, timeout=20):
@@ -840,6 +844,7 @@ def collect_kernel_log(host, facts, source="auto", files=None, window_hours=72, 
     facts["sxid_events"] = bounds.sxid_events()
     summary["source"] = read
     summary["unplaced_lines"] = unplaced.count
+    summary["oom_kills"] = _host_oom_record(bounds.oom_kills)
     facts["kernel_log"] = summary
     if unplaced.count:
         add_error(facts, None, "kernel log", unplaced.describe())
@@ -849,6 +854,11 @@ def collect_kernel_log(host, facts, source="auto", files=None, window_hours=72, 
                   % (summary["events"], KEEP_FIRST, KEEP_LAST, summary["kept"], summary["dropped"],
                      summary["ungrouped"], MAX_XID_GROUPS))
     return read
+
+
+def _host_oom_record(events):
+    from ansible_collections.gpufleet.core.plugins.module_utils.kernel_oom import host_oom_record
+    return host_oom_record(events)
 
 
 def _read_kernel_log(host, facts, bounds, unplaced, source, files, window_hours, timeout):
@@ -863,8 +873,7 @@ def _read_kernel_log(host, facts, bounds, unplaced, source, files, window_hours,
     if source in ("auto", "journalctl"):
         text = _run_journalctl(host, facts, window_hours, timeout)
         if text is not None:
-            _stream(bounds, iter_kernel_events(text, now=now, window_seconds=window_seconds, unplaced=unplaced,
-                                               sxids=True))
+            _read_text(bounds, text, now, window_seconds, None, unplaced)
             return "journalctl"
         if source == "journalctl":
             return "none"
@@ -872,14 +881,34 @@ def _read_kernel_log(host, facts, bounds, unplaced, source, files, window_hours,
     if answer is None:
         return "none"
     text, boot_time = answer
-    _stream(bounds, iter_kernel_events(text, now=now, window_seconds=window_seconds, boot_time=boot_time,
-                                       unplaced=unplaced, sxids=True))
+    _read_text(bounds, text, now, window_seconds, boot_time, unplaced)
     return "dmesg"
 
 
 def _stream(bounds, events):
     for kind, event in events:
         bounds.add(kind, event)
+
+
+def _host_events(text, now, window_seconds, boot_time):
+    """The host health events beside the NVIDIA ones (kernel_messages: AER, hung tasks, ...)."""
+    # imported here: kernel_messages reads the time of a line with this module's clock
+    from ansible_collections.gpufleet.core.plugins.module_utils.kernel_messages import iter_host_events
+    return iter_host_events(text, now=now, window_seconds=window_seconds, boot_time=boot_time)
+
+
+def _oom_kills(text, now, window_seconds, boot_time):
+    from ansible_collections.gpufleet.core.plugins.module_utils.kernel_oom import parse_oom_kills
+    return parse_oom_kills(text, now=now, window_seconds=window_seconds, boot_time=boot_time)
+
+
+def _read_text(bounds, text, now, window_seconds, boot_time, unplaced):
+    """Every event of one kernel log text into bounds: NVIDIA's, the host's, the OOM kills."""
+    _stream(bounds, iter_kernel_events(text, now=now, window_seconds=window_seconds, boot_time=boot_time,
+                                       unplaced=unplaced, sxids=True))
+    for event in _host_events(text, now, window_seconds, boot_time):
+        bounds.add("kernel", event)
+    bounds.oom_kills.extend(_oom_kills(text, now, window_seconds, boot_time))
 
 
 def line_time(line, now=None, boot_time=None):

@@ -105,7 +105,9 @@ options:
     default: 20
   kernel_log_source:
     description:
-      - Where kernel log events (Xid, fallen off the bus, API mismatch, NVSwitch errors (SXid)) are read from.
+      - Where kernel log events (Xid, fallen off the bus, API mismatch, NVSwitch errors (SXid), and the host's own
+        messages - PCIe AER errors and limited links, machine checks and EDAC memory errors, hung tasks, soft
+        lockups, kernel panics, GPU initialisation failures, crashes in GPU libraries, OOM kills) are read from.
       - V(auto) uses C(journalctl -k), then C(dmesg). V(files) reads O(kernel_log_files).
     type: str
     choices: [auto, journalctl, dmesg, files]
@@ -114,7 +116,7 @@ options:
     description:
       - Log files to read when O(kernel_log_source=files), for example C(/var/log/kern.log) or a saved C(dmesg).
       - Read are classic syslog lines, ISO 8601 times with or without a zone, C(YYYY-MM-DD HH:MM:SS,mmm), RFC 5424,
-        C(dmesg --ctime), C(dmesg --decode), raw C(dmesg) and C(/dev/kmsg) records; NVRM lines in any other format
+        C(dmesg --ctime), C(dmesg --decode), raw C(dmesg), C(/dev/kmsg) and pstore records; NVRM lines in any other format
         are counted in C(kernel_log.unplaced_lines) with an entry in C(errors).
     type: list
     elements: path
@@ -329,7 +331,10 @@ ansible_facts:
         and event log) and kubernetes (device plugin sharing and node resources). 1.3 added kernel_log.unplaced_lines
         and clock_offset_s. 1.4 added gpus[].recovery_action, sxid_events (NVSwitch errors), kernel_log groups of
         kind sxid, and xid_events[].gpc, tpc and sm. 1.5 added bmc.leak_detectors, bmc.fans[].no_reading, bmc.power_supplies[].offline
-        and bmc.sel.open_before_window.'
+        and bmc.sel.open_before_window; the host''s own kernel messages to kernel_events (kinds pcie_aer, pcie_aer_unrecovered,
+        pcie_link_limited, memory_error, machine_check, hung_task, soft_lockup, kernel_panic, init_failed, gsp_rpc_rate_limited,
+        segfault, with their fields), kernel_log.oom_kills (every OOM kill of the window, named or not, with the
+        pod, container or unit its cgroup names), host_pressure.vmstat_since_boot and the avg300 averages of pressure.'
       returned: always
       type: dict
       contains:
@@ -1067,14 +1072,23 @@ ansible_facts:
               returned: success
               type: int
         kernel_events:
-          description: 'Other NVIDIA kernel log events: GPU fallen off the bus without an Xid line, API (driver/library)
-            mismatch. The first 5 and the last 5 of each kind and GPU, in log order (since 1.1; counts in kernel_log.groups).'
+          description: 'Other kernel log events: NVIDIA''s (GPU fallen off the bus without an Xid line, API (driver/library)
+            mismatch, GPU initialisation failed) and, since 1.5, the host''s (PCIe AER errors and limited links,
+            machine checks and memory errors, hung tasks, soft lockups, kernel panics, crashes in GPU libraries).
+            The first 5 and the last 5 of each kind and device, in log order (since 1.1; counts in kernel_log.groups).'
           returned: always
           type: list
           elements: dict
           contains:
             kind:
-              description: 'Event kind. One of: fallen_off_bus, api_mismatch.'
+              description: 'Event kind: fallen_off_bus and api_mismatch (NVRM); since 1.5 also init_failed (NVRM:
+                RmInitAdapter failed), gsp_rpc_rate_limited (NVRM: Rate limiting GSP RPC error prints for GPU at
+                PCI:...), pcie_aer (a ''PCIe Bus Error'' line with its error names), pcie_aer_unrecovered (a driver
+                that cannot recover from an AER error), pcie_link_limited (the kernel''s ''available PCIe bandwidth,
+                limited by''), memory_error (EDAC CE/UE), machine_check (''mce: [Hardware Error]''), hung_task,
+                soft_lockup, kernel_panic and segfault (a process crashed inside an NVIDIA or CUDA library). One
+                of: fallen_off_bus, api_mismatch, pcie_aer, pcie_aer_unrecovered, pcie_link_limited, memory_error,
+                machine_check, hung_task, soft_lockup, kernel_panic, init_failed, segfault, gsp_rpc_rate_limited.'
               returned: success
               type: str
             time:
@@ -1082,7 +1096,8 @@ ansible_facts:
               returned: success
               type: str
             pci_bus_id:
-              description: GPU, when the message names one.
+              description: The device the message names (the GPU, or for PCIe events the reporting port or device);
+                null when it names none.
               returned: success
               type: str
             client_version:
@@ -1106,6 +1121,98 @@ ansible_facts:
               description: In an API mismatch from drivers 575 and later, the client's process id.
               returned: success
               type: int
+            aer_severity:
+              description: 'pcie_aer: corrected, non_fatal or fatal (the kernel''s severity=). Added in 1.5.'
+              returned: success
+              type: str
+            aer_type:
+              description: 'pcie_aer: the layer the kernel names (Physical Layer, Data Link Layer, Transaction Layer).
+                Added in 1.5.'
+              returned: success
+              type: str
+            aer_errors:
+              description: 'pcie_aer: the error names of the ''[NN] Name'' lines after it (at most 16), e.g. BadTLP,
+                CmpltTO. Added in 1.5.'
+              returned: always
+              type: list
+              elements: str
+            multiple:
+              description: 'pcie_aer: the kernel said it coalesced several errors (''AER: Multiple ... error received''
+                next to it). Added in 1.5.'
+              returned: success
+              type: bool
+            driver:
+              description: 'pcie_aer_unrecovered: the driver of the device (nvidia, xhci_hcd, ...). Added in 1.5.'
+              returned: success
+              type: str
+            available_gbps:
+              description: 'pcie_link_limited: bandwidth available to the device, Gb/s. Added in 1.5.'
+              returned: success
+              type: float
+            capable_gbps:
+              description: 'pcie_link_limited: bandwidth the device is capable of, Gb/s. Added in 1.5.'
+              returned: success
+              type: float
+            limited_by:
+              description: 'pcie_link_limited: the limiting link, e.g. ''8.0 GT/s PCIe x1''. Added in 1.5.'
+              returned: success
+              type: str
+            limiting_pci_bus_id:
+              description: 'pcie_link_limited: the device at which the link is limited. Added in 1.5.'
+              returned: success
+              type: str
+            full_link:
+              description: 'pcie_link_limited: the link the device is capable of, e.g. ''8.0 GT/s PCIe x16''. Added
+                in 1.5.'
+              returned: success
+              type: str
+            process:
+              description: 'hung_task, soft_lockup, segfault: the task''s name (printable, at most 64 characters).
+                Added in 1.5.'
+              returned: success
+              type: str
+            pid:
+              description: 'hung_task, soft_lockup, segfault: the task''s pid. Added in 1.5.'
+              returned: success
+              type: int
+            seconds:
+              description: 'hung_task: blocked for more than this; soft_lockup: stuck for this. Added in 1.5.'
+              returned: success
+              type: int
+            nvidia_stack:
+              description: 'hung_task: the NVIDIA modules (nvidia, nvidia_uvm, ...) are in the task''s stack. Added
+                in 1.5.'
+              returned: success
+              type: bool
+            cpu:
+              description: 'soft_lockup: the CPU that was stuck. Added in 1.5.'
+              returned: success
+              type: int
+            corrected:
+              description: 'memory_error, machine_check: true for corrected errors, false for uncorrected, null
+                when the line does not say (''Machine check events logged''). Added in 1.5.'
+              returned: success
+              type: bool
+            count:
+              description: 'memory_error: the errors this line reports. Added in 1.5.'
+              returned: success
+              type: int
+            location:
+              description: 'memory_error: where, as EDAC names it (the DIMM or channel). Added in 1.5.'
+              returned: success
+              type: str
+            reason:
+              description: 'kernel_panic: the text after ''not syncing:''. Added in 1.5.'
+              returned: success
+              type: str
+            code:
+              description: 'init_failed: the driver''s code in ''RmInitAdapter failed! (code)''. Added in 1.5.'
+              returned: success
+              type: str
+            library:
+              description: 'segfault: the library the process crashed in. Added in 1.5.'
+              returned: success
+              type: str
         sxid_events:
           description: 'NVSwitch errors (SXid lines of the nvidia-nvswitch driver: ''nvidia-nvswitchN: SXid (PCI:...):
             NNNNN, ...'') from the kernel log within kernel_log_window_hours, the lines the driver prints for one
@@ -1200,7 +1307,8 @@ ansible_facts:
               contains:
                 kind:
                   description: 'xid for Xid events, sxid for NVSwitch errors (since 1.4), else the kernel_event
-                    kind. One of: xid, fallen_off_bus, api_mismatch, sxid.'
+                    kind. One of: xid, fallen_off_bus, api_mismatch, sxid, pcie_aer, pcie_aer_unrecovered, pcie_link_limited,
+                    memory_error, machine_check, hung_task, soft_lockup, kernel_panic, init_failed, segfault, gsp_rpc_rate_limited.'
                   returned: success
                   type: str
                 xid:
@@ -1256,6 +1364,70 @@ ansible_facts:
                   description: The SXid number (kind sxid only). Added in 1.4.
                   returned: success
                   type: int
+            oom_kills:
+              description: Every OOM kill of the kernel log, counted on the host even when no unit is named (read
+                with the kernel_log subset; added in 1.5).
+              returned: always
+              type: dict
+              contains:
+                count:
+                  description: Kills by the kernel OOM killer in the window, whichever process or cgroup they hit.
+                  returned: success
+                  type: int
+                global:
+                  description: Of them, kills because the host ran out of memory (not a cgroup limit).
+                  returned: success
+                  type: int
+                events:
+                  description: The first 9 and the last of them, with unit, pod_uid and container_id.
+                  returned: always
+                  type: list
+                  elements: dict
+                  contains:
+                    time:
+                      description: ISO 8601 time of the kill, or raw seconds since boot.
+                      returned: success
+                      type: str
+                    pid:
+                      description: The killed process.
+                      returned: success
+                      type: int
+                    process:
+                      description: Its name.
+                      returned: success
+                      type: str
+                    cgroup:
+                      description: Its memory cgroup (task_memcg, 'Task in').
+                      returned: success
+                      type: str
+                    limit_cgroup:
+                      description: The cgroup whose limit was reached (oom_memcg); null for a global OOM.
+                      returned: success
+                      type: str
+                    constraint:
+                      description: memcg (a cgroup limit), global (the machine ran out), or the kernel's other CONSTRAINT_*
+                        in lower case.
+                      returned: success
+                      type: str
+                    anon_rss_kib:
+                      description: Anonymous memory it held when killed.
+                      returned: success
+                      type: int
+                    unit:
+                      description: 'kernel_log.oom_kills only: the systemd unit its cgroup names (the deepest .service
+                        or .scope that is not a container''s). Added in 1.5.'
+                      returned: success
+                      type: str
+                    pod_uid:
+                      description: 'kernel_log.oom_kills only: the Kubernetes pod UID its cgroup names (kubepods...pod<uid>).
+                        Added in 1.5.'
+                      returned: success
+                      type: str
+                    container_id:
+                      description: 'kernel_log.oom_kills only: the container id its cgroup names (docker-, cri-containerd-,
+                        crio-<id>.scope, /docker/<id>). Added in 1.5.'
+                      returned: success
+                      type: str
         driver_clients:
           description: Processes that mapped NVIDIA userspace driver libraries (libcuda, libnvidia-*) of another
             version than the running kernel module, from /proc/<pid>/maps (gather_subset driver_clients); null when
@@ -1474,6 +1646,21 @@ ansible_facts:
                           description: Anonymous memory it held when killed.
                           returned: success
                           type: int
+                        unit:
+                          description: 'kernel_log.oom_kills only: the systemd unit its cgroup names (the deepest
+                            .service or .scope that is not a container''s). Added in 1.5.'
+                          returned: success
+                          type: str
+                        pod_uid:
+                          description: 'kernel_log.oom_kills only: the Kubernetes pod UID its cgroup names (kubepods...pod<uid>).
+                            Added in 1.5.'
+                          returned: success
+                          type: str
+                        container_id:
+                          description: 'kernel_log.oom_kills only: the container id its cgroup names (docker-, cri-containerd-,
+                            crio-<id>.scope, /docker/<id>). Added in 1.5.'
+                          returned: success
+                          type: str
                     read:
                       description: False when no kernel log could be read (the count is then unknown, not zero).
                       returned: success
@@ -1988,6 +2175,14 @@ ansible_facts:
                       description: The kernel's 60-second average of full.
                       returned: success
                       type: float
+                    some_avg300:
+                      description: The kernel's 300-second average of some. Added in 1.5.
+                      returned: success
+                      type: float
+                    full_avg300:
+                      description: The kernel's 300-second average of full. Added in 1.5.
+                      returned: success
+                      type: float
                 memory:
                   description: /proc/pressure/memory; null when the kernel has no PSI.
                   returned: always
@@ -2017,6 +2212,14 @@ ansible_facts:
                       type: float
                     full_avg60:
                       description: The kernel's 60-second average of full.
+                      returned: success
+                      type: float
+                    some_avg300:
+                      description: The kernel's 300-second average of some. Added in 1.5.
+                      returned: success
+                      type: float
+                    full_avg300:
+                      description: The kernel's 300-second average of full. Added in 1.5.
                       returned: success
                       type: float
                 io:
@@ -2050,6 +2253,14 @@ ansible_facts:
                       description: The kernel's 60-second average of full.
                       returned: success
                       type: float
+                    some_avg300:
+                      description: The kernel's 300-second average of some. Added in 1.5.
+                      returned: success
+                      type: float
+                    full_avg300:
+                      description: The kernel's 300-second average of full. Added in 1.5.
+                      returned: success
+                      type: float
             gpu_utilization:
               description: Per GPU, utilization sampled about once a second during the sample.
               returned: always
@@ -2081,6 +2292,49 @@ ansible_facts:
                 or failed), null (none). One of: nvidia-smi, facts, null.'
               returned: success
               type: str
+            vmstat_since_boot:
+              description: '/proc/vmstat counters of memory pressure since boot (cumulative: two audits give the
+                rate); null when /proc/vmstat was not readable. Added in 1.5.'
+              returned: always
+              type: dict
+              contains:
+                pswpin:
+                  description: Pages swapped in. Null when this kernel has no such counter.
+                  returned: success
+                  type: int
+                pswpout:
+                  description: Pages swapped out. Null when this kernel has no such counter.
+                  returned: success
+                  type: int
+                compact_stall:
+                  description: Direct compactions (an allocation waited for memory to be compacted). Null when this
+                    kernel has no such counter.
+                  returned: success
+                  type: int
+                compact_fail:
+                  description: Compactions that failed (huge pages not allocated). Null when this kernel has no
+                    such counter.
+                  returned: success
+                  type: int
+                thp_fault_fallback:
+                  description: Transparent huge page faults that fell back to small pages. Null when this kernel
+                    has no such counter.
+                  returned: success
+                  type: int
+                pgmajfault:
+                  description: Major page faults. Null when this kernel has no such counter.
+                  returned: success
+                  type: int
+                oom_kill:
+                  description: Kills by the OOM killer (kernels 4.13 and later). Null when this kernel has no such
+                    counter.
+                  returned: success
+                  type: int
+                allocstall:
+                  description: Allocations that stalled in direct reclaim (allocstall_* of all zones summed). Null
+                    when this kernel has no such counter.
+                  returned: success
+                  type: int
         bmc:
           description: The BMC's sensors and event log (gather_subset bmc, in band; or joined from gpufleet.core.bmc_facts
             over LAN by the audit); null when neither ran. Added in 1.2.
@@ -2602,7 +2856,7 @@ def load_pynvml():
     global pynvml  # pylint: disable=global-statement
     if pynvml is NotImplemented:
         try:
-            import pynvml as module  # optional: a host without the NVML bindings is read through nvidia-smi
+            import pynvml as module
         except ImportError:
             module = None
         pynvml = module

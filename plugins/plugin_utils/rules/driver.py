@@ -8,7 +8,10 @@ __metaclass__ = type
 
 from collections import Counter
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import declare_rule, gpu_label, rule
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import (
+    declare_rule, gpu_label, parse_time, rule)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.hardware import (
+    events_in_window, gpus_by_bus, kernel_event_groups)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge import compare_versions, driver_branch
 
 FABRIC_MANAGER_SERVICE = "fabricmanager"
@@ -61,6 +64,138 @@ def kernel_userspace_mismatch(ctx):
          "mismatch_reason": driver.get("mismatch_reason"), "api_mismatch_events": len(events)},
         "Drain the host and reboot it so the kernel module matches the installed libraries; if it persists, "
         "reinstall one driver version (packages and module) everywhere.")]
+
+
+# ---------------------------------------------------------------- the kernel log: the driver and the kernel
+
+@rule("driver.gpu_init_failed", "driver", "critical",
+      "The NVIDIA driver could not initialise a GPU (NVRM: RmInitAdapter failed)")
+def gpu_init_failed(ctx):
+    findings = []
+    for (_kind, bus), events in sorted(kernel_event_groups(ctx, ("init_failed",)).items(),
+                                       key=lambda item: item[0][1] or ""):
+        gpu = gpus_by_bus(ctx).get(bus)
+        codes = sorted(set(event.get("code") for event in events.events if event.get("code")))
+        findings.append(ctx.finding(
+            bus, "The NVIDIA driver failed to initialise %s %d times (RmInitAdapter failed! %s)" % (
+                gpu_label(gpu) if gpu else "GPU %s" % (bus or "(the log names no PCI address)"), events.count,
+                ", ".join(codes) or "no code"),
+            {"pci_bus_id": bus, "count": events.count, "codes": codes, "first_time": events.events[0].get("time"),
+             "last_time": events.events[-1].get("time")},
+            "Drain the host. Check that lspci -d 10de: lists the GPU and that its driver supports it, then reboot; "
+            "if it still fails, reseat the GPU and check its power cables, and hand it over for repair when it fails "
+            "again."))
+    return findings
+
+
+# a task blocked this soon after an Xid waits on the GPU the Xid hit (the kernel reports it after 120 s or more)
+HUNG_AFTER_XID_SECONDS = 900
+
+
+GSP_RPC_TIMEOUT_XID = 119
+
+
+@rule("driver.gsp_rpc_errors", "driver", "critical",
+      "The driver rate-limits a GPU's GSP RPC errors ('The GPU likely needs to be reset') and no Xid 119 of that GPU "
+      "is in the window to say it")
+def gsp_rpc_errors(ctx):
+    reported = set(xid.get("pci_bus_id") for xid in events_in_window(ctx, ctx.facts.get("xid_events") or ())
+                   if xid.get("xid") == GSP_RPC_TIMEOUT_XID)
+    findings = []
+    for (_kind, bus), events in sorted(kernel_event_groups(ctx, ("gsp_rpc_rate_limited",)).items(),
+                                       key=lambda item: item[0][1] or ""):
+        if bus in reported:
+            continue  # the Xid 119 finding of this GPU says it, with the count of its timeouts
+        gpu = gpus_by_bus(ctx).get(bus)
+        findings.append(ctx.finding(
+            bus, "The driver rate-limits the GSP RPC errors of %s (the GPU likely needs to be reset)" % (
+                gpu_label(gpu) if gpu else "GPU %s" % (bus or "(not named)")),
+            {"pci_bus_id": bus, "count": events.count, "last_time": events.events[-1].get("time"),
+             "message": events.events[-1].get("message")},
+            "Drain the host and reset the GPU (nvidia-smi -r, or reboot); if GSP errors return, update the driver "
+            "(its GSP firmware) and hand the GPU over for repair if they persist."))
+    return findings
+
+
+def _xids_before(ctx, events):
+    """The window's Xids logged at most HUNG_AFTER_XID_SECONDS before one of the hung tasks (both timed)."""
+    moments = [parse_time(event.get("time")) for event in events]
+    moments = [moment for moment in moments if moment is not None]
+    found = []
+    for xid in events_in_window(ctx, ctx.facts.get("xid_events") or ()):
+        logged = parse_time(xid.get("time"))
+        if logged is not None and any(0 <= (moment - logged).total_seconds() <= HUNG_AFTER_XID_SECONDS
+                                      for moment in moments):
+            found.append(xid)
+    return found
+
+
+@rule("driver.kernel_hung_task", "driver", "warning",
+      "Tasks blocked for minutes in the kernel (hung_task): critical when the NVIDIA modules are in their stack or "
+      "an Xid came shortly before")
+def kernel_hung_task(ctx):
+    groups = kernel_event_groups(ctx, ("hung_task",))
+    events = [event for group in groups.values() for event in group.events]
+    if not events:
+        return ()
+    count = sum(group.count for group in groups.values())
+    in_nvidia = [event for event in events if event.get("nvidia_stack")]
+    xids = _xids_before(ctx, events)
+    tasks = ["%s (pid %s, %ss)" % (event.get("process"), event.get("pid"), event.get("seconds")) for event in events]
+    evidence = {"count": count, "tasks": tasks[:8], "in_nvidia_stack": len(in_nvidia),
+                "xids_before": sorted(set("Xid %s on %s" % (xid.get("xid"), xid.get("pci_bus_id")) for xid in xids)),
+                "last_time": events[-1].get("time")}
+    if in_nvidia or xids:
+        return [ctx.finding(None, "%d hung tasks in the kernel log%s: %s" % (
+            count, " with the NVIDIA modules in their stack" if in_nvidia else " shortly after an Xid",
+            ", ".join(tasks[:3])), evidence,
+            "Drain the host and reboot it: a task stuck in the NVIDIA driver holds the GPU (nvidia-smi and new jobs "
+            "hang); read the Xids before it for the cause.", severity="critical")]
+    return [ctx.finding(None, "%d hung tasks in the kernel log: %s" % (count, ", ".join(tasks[:3])), evidence,
+                        "Find what the tasks wait on (their stack: a filesystem, the container runtime, storage) and "
+                        "fix it; if they stay blocked the node cannot start new work: drain it.")]
+
+
+SOFT_LOCKUP_REPEATS = 3
+
+
+@rule("driver.kernel_soft_lockup", "driver", "warning",
+      "Soft lockups in the kernel log (a CPU stuck in the kernel for seconds); critical when one CPU locks up "
+      "again and again")
+def kernel_soft_lockup(ctx):
+    groups = kernel_event_groups(ctx, ("soft_lockup",))
+    events = [event for group in groups.values() for event in group.events]
+    if not events:
+        return ()
+    by_cpu = Counter(event.get("cpu") for event in events)
+    repeated = sorted(cpu for cpu, times in by_cpu.items() if times >= SOFT_LOCKUP_REPEATS)
+    processes = sorted(set("%s (CPU %s, %ss)" % (event.get("process"), event.get("cpu"), event.get("seconds"))
+                           for event in events))
+    return [ctx.finding(
+        None, "%d soft lockups in the kernel log: %s" % (sum(group.count for group in groups.values()),
+                                                         ", ".join(processes[:3])),
+        {"count": sum(group.count for group in groups.values()), "cpus": sorted(by_cpu), "repeated_cpus": repeated,
+         "processes": processes[:8], "last_time": events[-1].get("time")},
+        "Drain the host and reboot it: a CPU keeps locking up in the kernel. Then look for a driver or firmware "
+        "update for what the stack shows." if repeated else
+        "Read the stack after the lockup line for the kernel code that spun; one lockup under heavy load can pass, "
+        "a recurring one needs a kernel, driver or firmware fix.",
+        severity="critical" if repeated else None)]
+
+
+@rule("driver.kernel_panic", "driver", "critical", "A kernel panic in the kernel log or in pstore (the host rebooted)")
+def kernel_panic(ctx):
+    groups = kernel_event_groups(ctx, ("kernel_panic",))
+    events = [event for group in groups.values() for event in group.events]
+    if not events:
+        return ()
+    reasons = sorted(set(event.get("reason") or "" for event in events))
+    return [ctx.finding(
+        None, "Kernel panic: %s" % "; ".join(reasons[:3]),
+        {"count": sum(group.count for group in groups.values()), "reasons": reasons[:5],
+         "last_time": events[-1].get("time")},
+        "Keep the host drained until the panic's cause is known: read the stack of the panic (pstore or the "
+        "previous boot's journal); a hardware machine check needs a repair, a driver's oops an update.")]
 
 
 # ---------------------------------------------------------------- one workload's libraries

@@ -557,6 +557,165 @@ def pcie_replay(ctx, gpu):
         "Signal-integrity trouble on the link: reseat the GPU or riser and check the slot at the next maintenance.")]
 
 
+# ---------------------------------------------------------------- the kernel log: PCIe and host memory
+
+def kernel_event_groups(ctx, kinds):
+    """{(kind, bus id): XidEvents} of the window's kernel_events of these kinds: the kept events, and the count
+    with the events kernel_log only counted."""
+    start = _window_start(ctx)
+    found = {}
+    for event in events_in_window(ctx, ctx.facts.get("kernel_events") or ()):
+        if event.get("kind") in kinds:
+            found.setdefault((event["kind"], event.get("pci_bus_id")), []).append(event)
+    dropped = {}
+    for group in ((ctx.facts.get("kernel_log") or {}).get("groups") or ()):
+        key = (group.get("kind"), group.get("pci_bus_id"))
+        if key in found:
+            dropped[key] = dropped_in_window(group, start)
+    return dict((key, XidEvents(events, dropped.get(key, 0))) for key, events in found.items())
+
+
+def _device_label(ctx, bus):
+    gpu = gpus_by_bus(ctx).get(bus)
+    return gpu_label(gpu) if gpu else "PCIe device %s" % (bus or "(not named)")
+
+
+def _second(moment):
+    """The second of an event's time text ('2026-09-19T16:18:02Z', raw '3.499123'), None when it has none."""
+    if not moment:
+        return None
+    return moment[:19] if "T" in moment else moment.split(".")[0]
+
+
+def _aer_burst(events):
+    """The kernel coalesced errors ("AER: Multiple ... received"), or logged two of them in one second."""
+    seconds = [_second(event.get("time")) for event in events]
+    timed = [second for second in seconds if second is not None]
+    return any(event.get("multiple") for event in events) or len(set(timed)) < len(timed)
+
+
+def _aer_finding(ctx, bus, severity, events):
+    names = sorted(set(name for event in events.events for name in event.get("aer_errors") or ()))
+    limit = ctx.thresholds.get("aer_correctable_warning")
+    evidence = {"pci_bus_id": bus, "aer_severity": severity, "count": events.count, "errors": names,
+                "type": events.events[-1].get("aer_type"), "last_time": events.events[-1].get("time"),
+                "messages": [_clip(event.get("message") or "") for event in events.events[:3]]}
+    label = _device_label(ctx, bus)
+    if severity == "fatal":
+        return ctx.finding(bus, "%s: %d fatal uncorrectable PCIe AER errors in the kernel log (%s)" % (
+            label, events.count, ", ".join(names) or "no error names"), evidence,
+            "Drain the host: the link below this port was reset and the devices behind it may be lost until a "
+            "reboot. Reseat the GPU and riser, check the slot, then run dcgmi diag -r 3; hand the board or card "
+            "over for repair if it returns.")
+    if severity == "non_fatal":
+        return ctx.finding(bus, "%s: %d non-fatal uncorrectable PCIe AER errors in the kernel log (%s)" % (
+            label, events.count, ", ".join(names) or "no error names"), evidence,
+            "Watch the device: a transaction was lost and recovered. Check the slot, riser and the port's ACS and "
+            "firmware settings; recurring errors need a maintenance window.", severity="warning")
+    burst = _aer_burst(events.events)
+    flood = burst or (limit is not None and events.count >= limit)
+    evidence.update(correctable_warning=limit, burst=burst)
+    return ctx.finding(bus, "%s: %d corrected PCIe AER errors in the kernel log (%s)%s" % (
+        label, events.count, ", ".join(names) or "no error names",
+        ", in a burst" if burst else "" if flood else ", below thresholds.aer_correctable_warning %s" % limit),
+        evidence,
+        "Link quality is degrading: reseat the card or riser and check the slot at the next maintenance; the rate "
+        "matters more than one error." if flood else
+        "Nothing to do now; a corrected error was recovered by the link. Watch whether the count grows.",
+        severity="warning" if flood else "info")
+
+
+@rule("hardware.kernel_pcie_aer", "hardware", "critical",
+      "PCIe AER errors in the kernel log: fatal (critical), non-fatal uncorrectable (warning), corrected (warning at "
+      "thresholds.aer_correctable_warning or in a burst, else info); a GPU whose driver cannot recover from one "
+      "(critical)")
+def kernel_pcie_aer(ctx):
+    groups = kernel_event_groups(ctx, ("pcie_aer", "pcie_aer_unrecovered"))
+    findings = []
+    for (kind, bus), events in sorted(groups.items(), key=lambda item: (item[0][0], item[0][1] or "")):
+        if kind == "pcie_aer_unrecovered":
+            findings.append(_unrecovered_finding(ctx, bus, events))
+            continue
+        by_severity = {}
+        for event in events.events:
+            by_severity.setdefault(event.get("aer_severity") or "corrected", []).append(event)
+        for severity, kept in sorted(by_severity.items()):
+            share = XidEvents(kept, (events.count - len(events.events)) if len(by_severity) == 1 else 0)
+            findings.append(_aer_finding(ctx, bus, severity, share))
+    return findings
+
+
+def _unrecovered_finding(ctx, bus, events):
+    driver = events.events[-1].get("driver")
+    nvidia = driver == "nvidia" or bus in gpus_by_bus(ctx)
+    return ctx.finding(
+        bus, "%s: the %s driver cannot recover from a PCIe error (no error_detected callback), %d times" % (
+            _device_label(ctx, bus), driver or "device's", events.count),
+        {"pci_bus_id": bus, "driver": driver, "count": events.count, "last_time": events.events[-1].get("time")},
+        "Drain the host and reboot it: the GPU stays unusable after an uncorrectable PCIe error until then. Look "
+        "for the AER error above it in the log (the port and error names) and reseat or repair that link."
+        if nvidia else "Another device of the host stayed in error after a PCIe error; reboot at the next window "
+        "and check its slot.", severity=None if nvidia else "warning")
+
+
+def _link_width(text):
+    return int(text.rsplit("x", 1)[1]) if text and "x" in text else None
+
+
+@rule("hardware.kernel_pcie_link_limited", "hardware", "warning",
+      "The kernel found a device's PCIe bandwidth limited by a narrower link on its path (a slower link alone is "
+      "info: a GPU trains its speed down while idle)")
+def kernel_pcie_link_limited(ctx):
+    findings = []
+    for (_kind, bus), events in sorted(kernel_event_groups(ctx, ("pcie_link_limited",)).items(),
+                                       key=lambda item: item[0][1] or ""):
+        event = events.events[-1]
+        narrower = (_link_width(event.get("limited_by")) or 0) < (_link_width(event.get("full_link")) or 0)
+        findings.append(ctx.finding(
+            bus, "%s: %s Gb/s PCIe bandwidth available, limited by a %s link at %s (capable of %s Gb/s with %s)" % (
+                _device_label(ctx, bus), event.get("available_gbps"), event.get("limited_by"),
+                event.get("limiting_pci_bus_id"), event.get("capable_gbps"), event.get("full_link")),
+            {"pci_bus_id": bus, "available_gbps": event.get("available_gbps"),
+             "capable_gbps": event.get("capable_gbps"), "limited_by": event.get("limited_by"),
+             "limiting_pci_bus_id": event.get("limiting_pci_bus_id"), "full_link": event.get("full_link"),
+             "narrower_link": narrower, "count": events.count},
+            "Check the slot, riser or bridge at the limiting device (a card in a narrower slot, a riser that trains "
+            "fewer lanes) and move or reseat the card." if narrower else
+            "Nothing to do if the link speeds up under load (nvidia-smi -q -d PCIE: Link Gen current); a link that "
+            "stays slow under load needs its slot and BIOS PCIe settings checked.",
+            severity=None if narrower else "info"))
+    return findings
+
+
+@rule("hardware.host_memory_errors", "hardware", "warning",
+      "Machine checks or EDAC memory errors in the kernel log: corrected (warning), uncorrected (critical)")
+def host_memory_errors(ctx):
+    groups = kernel_event_groups(ctx, ("memory_error", "machine_check"))
+    events = [event for group in groups.values() for event in group.events]
+    if not events:
+        return ()
+    uncorrected = [event for event in events if event.get("corrected") is False]
+    corrected = sum(event.get("count") or 1 for event in events
+                    if event.get("kind") == "memory_error" and event.get("corrected"))
+    locations = sorted(set(event.get("location") for event in events if event.get("location")))
+    evidence = {"uncorrected": len(uncorrected), "corrected_errors": corrected,
+                "machine_check_lines": sum(group.count for (kind, _bus), group in groups.items()
+                                           if kind == "machine_check"),
+                "locations": locations[:8], "last_time": events[-1].get("time"),
+                "messages": [_clip(event.get("message") or "") for event in (uncorrected or events)[:3]]}
+    if uncorrected:
+        return [ctx.finding(None, "%d uncorrected machine check or memory errors in the kernel log%s" % (
+            len(uncorrected), " (%s)" % ", ".join(locations[:3]) if locations else ""), evidence,
+            "Drain the host: uncorrected CPU or memory errors corrupt data (pinned buffers, NCCL shared memory). "
+            "Read mcelog or ras-mc-ctl --errors for the bank and DIMM, and replace it.", severity="critical")]
+    what = ("%d corrected memory errors" % corrected if corrected else
+            "%d machine check reports (the line does not say what)" % evidence["machine_check_lines"])
+    return [ctx.finding(None, "%s in the kernel log%s" % (
+        what, " (%s)" % ", ".join(locations[:3]) if locations else ""),
+        evidence, "Read ras-mc-ctl --summary or mcelog for the DIMM; corrected errors that recur on one DIMM announce "
+        "its failure: replace it at the next maintenance.")]
+
+
 # ---------------------------------------------------------------- NVLink
 
 @rule("hardware.nvlink_inactive", "hardware", "warning",

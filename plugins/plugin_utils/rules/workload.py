@@ -6,7 +6,10 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from collections import Counter
+
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import gpu_label, rule
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.hardware import events_in_window, kernel_event_groups
 
 NO_RESTART = (None, "no")
 
@@ -99,6 +102,170 @@ def memory_near_full(ctx, gpu):
         gpu, summary + ": memory held without a visible process",
         evidence, "Find what holds the memory (processes in other containers, leaked contexts: nvidia-smi, fuser "
                   "/dev/nvidia*); restart it, or reset the GPU when it is idle.", fix=None)]
+
+
+# ---------------------------------------------------------------- the kernel log and the host's pressure
+
+def _comm(name):
+    """A process name as the kernel logs it: the file name, at most 15 characters."""
+    return (name or "").rsplit("/", 1)[-1][:15]
+
+
+def _gpu_process_names(ctx):
+    """Names of the processes known to use a GPU: on the GPUs now, in the services' facts, in the window's Xids."""
+    names = set(_comm(process.get("name")) for gpu in ctx.gpus for process in compute_processes(gpu))
+    names.update(_comm(process.get("name")) for service in (ctx.facts.get("workload") or {}).get("services") or ()
+                 for process in service.get("processes") or ())
+    names.update(_comm(event.get("process_name")) for event in events_in_window(ctx, ctx.facts.get("xid_events") or ()))
+    names.discard("")
+    return names
+
+
+def _oom_owner(event):
+    """Where a killed process ran: its pod, container, unit or cgroup, as far as the report says."""
+    if event.get("pod_uid"):
+        return "pod %s" % event["pod_uid"]
+    if event.get("container_id"):
+        return "container %s" % event["container_id"][:12]
+    return event.get("unit") or event.get("cgroup") or "no cgroup named"
+
+
+def _oom_action(global_kills, victims, gpu_victims):
+    if global_kills:
+        action = ("The host ran out of memory: run fewer processes or workers per host, give each container or unit a "
+                  "memory limit so one job cannot take the host, and look for a process whose memory grows.")
+    else:
+        action = ("A container or unit reached its memory limit: raise the limit (the pod's resources.limits.memory, "
+                  "the unit's MemoryMax) to what the job needs, or make the job hold less host memory.")
+    if len(victims) > 1:
+        action += (" Several processes were killed: they share the memory; fewer workers or model copies per limit, "
+                   "or a limit per worker.")
+    else:
+        action += (" One process was killed: its own size grew (dataset or batch held in memory, pinned buffers, "
+                   "dataloader workers).")
+    if gpu_victims:
+        action += " %s used a GPU: its job failed with it; restart it once memory is sized." % ", ".join(gpu_victims)
+    return action
+
+
+@rule("workload.kernel_oom_kill", "workload", "warning",
+      "The kernel OOM killer killed processes on the host: at a container's or unit's memory limit, or host-wide")
+def kernel_oom_kill(ctx):
+    record = (ctx.facts.get("kernel_log") or {}).get("oom_kills") or {}
+    count = record.get("count") or 0
+    if not count:
+        return ()
+    events = record.get("events") or []
+    global_kills = record.get("global") or 0
+    victims = Counter(_comm(event.get("process")) or "?" for event in events)
+    gpu_victims = sorted(name for name in victims if name in _gpu_process_names(ctx))
+    killed = ["%s (pid %s, %s)" % (event.get("process") or "?", event.get("pid"), _oom_owner(event))
+              for event in events]
+    return [ctx.finding(
+        None, "The kernel OOM killer killed %d processes (%d host-wide, %d at a cgroup limit): %s" % (
+            count, global_kills, count - global_kills, ", ".join(killed[:3])),
+        {"count": count, "global": global_kills, "victims": dict(victims), "gpu_processes": gpu_victims,
+         "killed": killed[:10], "pods": sorted(set(e["pod_uid"] for e in events if e.get("pod_uid")))[:10],
+         "units": sorted(set(e["unit"] for e in events if e.get("unit")))[:10],
+         "last_time": events[-1].get("time") if events else None},
+        _oom_action(global_kills, victims, gpu_victims))]
+
+
+@rule("workload.gpu_library_crash", "workload", "warning",
+      "A process crashed (segfault) inside an NVIDIA or CUDA library (NCCL, cuDNN, cuBLAS, the driver's libraries)")
+def gpu_library_crash(ctx):
+    groups = kernel_event_groups(ctx, ("segfault",))
+    events = [event for group in groups.values() for event in group.events]
+    if not events:
+        return ()
+    crashes = Counter((event.get("process"), event.get("library")) for event in events)
+    listed = ["%s in %s (%d)" % (process, library, times) for (process, library), times in sorted(crashes.items())]
+    return [ctx.finding(
+        None, "%d crashes of processes inside GPU libraries: %s" % (
+            sum(group.count for group in groups.values()), ", ".join(listed[:3])),
+        {"count": sum(group.count for group in groups.values()), "crashes": listed[:10],
+         "last_time": events[-1].get("time")},
+        "The job crashed, not the node: check that the library's version matches what the framework was built with "
+        "(NCCL, cuDNN) and the driver, and rerun with the library's debug output (NCCL_DEBUG=INFO) to see where.")]
+
+
+MEMORY_PRESSURE_PCT = 10
+# since boot: this many pages swapped out, or this many failed compactions, mean the host lacked memory
+SWAP_OUT_PAGES = 1000
+COMPACT_FAILURES = 100
+
+
+def pressure_stall_pct(record, kind="some"):
+    """A PSI record's share of time stalled: the sample's own, else the kernel's 10 s average."""
+    if not record:
+        return None
+    measured = record.get("%s_pct" % kind)
+    return measured if measured is not None else record.get("%s_avg10" % kind)
+
+
+def _gpus_with_work_idle(ctx, record, limits):
+    """The GPUs that run compute processes are mostly idle: workload.input_bound then reports CPU and I/O
+    pressure as what starves them."""
+    busy = set(gpu.get("index") for gpu in ctx.gpus if compute_processes(gpu))
+    samples = [sample["mean_pct"] for sample in record.get("gpu_utilization") or () if sample.get("index") in busy]
+    return bool(samples) and sum(samples) / float(len(samples)) < limits.get("gpu_idle_pct", 30)
+
+
+@rule("workload.host_pressure", "workload", "warning",
+      "Tasks stall on CPU, memory or I/O (the kernel's PSI) at or above host_pressure's limits: the host, not the "
+      "GPUs, limits the work (CPU and I/O left to workload.input_bound while the GPUs with work are idle)")
+def host_pressure(ctx):
+    record = ctx.facts.get("host_pressure") or {}
+    limits = ctx.policy.get("host_pressure") or {}
+    pressure = record.get("pressure") or {}
+    resources = [("memory", MEMORY_PRESSURE_PCT)]
+    if not _gpus_with_work_idle(ctx, record, limits):
+        resources += [("cpu", limits.get("cpu_pressure_pct", 25)), ("io", limits.get("io_pressure_pct", 25))]
+    high = []
+    for resource, limit in resources:
+        stalled = pressure_stall_pct(pressure.get(resource))
+        if stalled is not None and stalled >= limit:
+            average = (pressure.get(resource) or {}).get("some_avg300")
+            high.append({"resource": resource, "some_pct": stalled, "limit": limit, "some_avg300": average,
+                         "full_pct": pressure_stall_pct(pressure.get(resource), "full"),
+                         "sustained": average is not None and average >= limit / 2.0})
+    if not high:
+        return ()
+    return [ctx.finding(
+        None, "Host pressure: %s" % ", ".join(
+            "%s %s%% of the time stalled (%s)" % (item["resource"], item["some_pct"],
+                                                  "sustained" if item["sustained"] else "a burst")
+            for item in high),
+        {"high": high, "load_per_core": (record.get("load") or {}).get("per_core_avg1"),
+         "sample_seconds": record.get("sample_seconds")},
+        "Find what competes on the host (top, iotop, the cgroups' own *.pressure): too many data loader workers or "
+        "jobs per host, a slow or shared disk; give the GPU jobs reserved cores and faster local storage. A burst "
+        "(the 5-minute average is low) may pass on its own.")]
+
+
+@rule("workload.host_memory_pressure", "workload", "warning",
+      "The host ran short of memory since boot: pages swapped out, compaction failing (huge pages not allocated), "
+      "swapping during the sample")
+def host_memory_pressure(ctx):
+    record = ctx.facts.get("host_pressure") or {}
+    counters = record.get("vmstat_since_boot") or {}
+    swapping_now = (record.get("swap") or {}).get("pages_out_per_s")
+    signs = []
+    if (counters.get("pswpout") or 0) >= SWAP_OUT_PAGES:
+        signs.append("%d pages swapped out" % counters["pswpout"])
+    if (counters.get("compact_fail") or 0) >= COMPACT_FAILURES:
+        signs.append("%d of %s compactions failed" % (counters["compact_fail"], counters.get("compact_stall")))
+    if swapping_now:
+        signs.append("swapping out %s pages/s now" % swapping_now)
+    if not signs:
+        return ()
+    return [ctx.finding(
+        None, "The host ran short of memory: %s" % ", ".join(signs),
+        {"since_boot": counters, "swap_out_per_s": swapping_now,
+         "memory_available_pct": (record.get("memory") or {}).get("available_pct")},
+        "Give the jobs less host memory each or the host fewer jobs (data loader workers, pinned buffers, datasets "
+        "held in memory); counters are since boot: compare two audits to see whether it still happens.",
+        severity=None)]
 
 
 def _host_service(services, unit):

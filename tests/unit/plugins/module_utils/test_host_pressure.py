@@ -75,7 +75,7 @@ def test_a_host_starving_its_gpus():
     record = facts["host_pressure"]
     assert record["sample_seconds"] == 3.0
     assert record["pressure"]["cpu"] == {"some_pct": 62.0, "full_pct": 0.0, "some_avg10": 63.02, "some_avg60": 58.9,
-                                         "full_avg10": 0.0, "full_avg60": 0.0}
+                                         "some_avg300": 40.3, "full_avg10": 0.0, "full_avg60": 0.0, "full_avg300": 0.0}
     assert (record["pressure"]["io"]["some_pct"], record["pressure"]["io"]["full_pct"]) == (1.0, 0.2)
     assert record["load"] == {"avg1": 96.5, "avg5": 90.12, "avg15": 70.0, "per_core_avg1": 0.5}
     assert record["cpus"] == 192
@@ -158,3 +158,78 @@ def test_gpus_in_mig_mode_have_no_utilization_and_that_is_no_error():
     facts = sample(host, clock)
     assert facts["errors"] == [] and host.queries == 1
     assert facts["host_pressure"]["gpu_utilization_source"] != "nvidia-smi"
+
+
+# --- issue 31: grep's file prefixes, the counters since boot, every real capture ---------------------------------
+
+GREP_LISTING = """\
+/proc/pressure/cpu:1:some avg10=12.50 avg60=3.00 avg300=1.00 total=1167162866
+/proc/pressure/io:1:some avg10=0.00 avg60=0.00 avg300=0.00 total=61955081
+/proc/pressure/io:2:full avg10=0.00 avg60=0.00 avg300=0.00 total=58578187
+/sys/fs/cgroup/system.slice/trainer.service/memory.pressure:some avg10=4.00 avg60=0.00 avg300=0.00 total=9
+"""
+
+
+def test_psi_files_listed_with_their_names_by_grep():
+    files = host_pressure.split_psi_listing(GREP_LISTING)
+    assert sorted(files) == ["cpu", "io", "memory"]
+    assert host_pressure.parse_psi(files["cpu"]) == {
+        "some": {"avg10": 12.5, "avg60": 3.0, "avg300": 1.0, "total": 1167162866}}
+    assert host_pressure.parse_psi(files["io"])["full"]["total"] == 58578187
+    assert host_pressure.parse_psi(files["memory"])["some"]["avg10"] == 4.0
+
+
+def test_the_counters_since_boot_of_old_and_new_kernels():
+    old = host_pressure.parse_vmstat("pswpin 5\npswpout 7\nallocstall 3\ncompact_stall 2\ncompact_fail 1\n")
+    new = host_pressure.parse_vmstat("allocstall_dma 0\nallocstall_dma32 1\nallocstall_normal 3\n"
+                                     "allocstall_movable 49\noom_kill 2\n")
+    assert host_pressure.vmstat_record(old) == {
+        "pswpin": 5, "pswpout": 7, "compact_stall": 2, "compact_fail": 1, "thp_fault_fallback": None,
+        "pgmajfault": None, "oom_kill": None, "allocstall": 3}
+    assert (host_pressure.vmstat_record(new)["allocstall"], host_pressure.vmstat_record(new)["oom_kill"]) == (53, 2)
+
+
+def test_the_sample_keeps_the_counters_since_boot():
+    clock = Clock()
+    record = sample(PressureHost(clock), clock)["host_pressure"]
+    assert record["vmstat_since_boot"]["pswpout"] == 3000 and record["vmstat_since_boot"]["compact_fail"] is None
+    assert record["pressure"]["cpu"]["some_avg300"] == 40.3
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name, some, full", [
+    ("cgroup-v2-root-cpu.pressure_k8s-vm-2vcpu-5.4_some-avg10-46pct_hotsos.txt",
+     {"avg10": 46.17, "avg60": 17.67, "avg300": 8.54, "total": 104324360}, None),
+    ("cgroup-v2-root-io.pressure_k8s-vm-2vcpu-5.4_some-29-full-12.6pct_hotsos.txt",
+     {"avg10": 29.09, "avg60": 9.39, "avg300": 3.24, "total": 85509677},
+     {"avg10": 12.6, "avg60": 5.26, "avg300": 2.07, "total": 68089026}),
+    ("cgroup-v2-root-memory.pressure_k8s-vm-2vcpu-5.4_low_hotsos.txt",
+     {"avg10": 0.03, "avg60": 0.02, "avg300": 0.0, "total": 157506},
+     {"avg10": 0.0, "avg60": 0.0, "avg300": 0.0, "total": 19817}),
+])
+def test_the_corpus_root_psi_files_of_a_kubernetes_node(corpus, name, some, full):
+    parsed = host_pressure.parse_psi(corpus.read_realdata(name))
+    assert parsed.get("some") == some and parsed.get("full") == full
+
+
+@pytest.mark.corpus
+def test_the_corpus_proc_pressure_listing_of_kernel_4_20(corpus):
+    files = host_pressure.split_psi_listing(corpus.read_realdata(
+        "proc-pressure_grep-n-all-files_kernel-4.20-cpu-some-only-idle_node-exporter-issue-quote.txt"))
+    parsed = dict((resource, host_pressure.parse_psi(text)) for resource, text in files.items())
+    assert sorted(parsed) == ["cpu", "io", "memory"] and "full" not in parsed["cpu"]
+    assert (parsed["cpu"]["some"]["total"], parsed["io"]["some"]["total"], parsed["io"]["full"]["total"],
+            parsed["memory"]["some"]["total"]) == (1167162866, 61955081, 58578187, 0)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name, expected", [
+    ("proc-vmstat_openstack-node_swapped-and-compaction-failing_hotsos.txt",
+     {"pswpin": 1529, "pswpout": 17477, "compact_stall": 1038, "compact_fail": 825, "thp_fault_fallback": 387,
+      "pgmajfault": 37569, "oom_kill": 0, "allocstall": 52}),
+    ("proc-vmstat_k8s-control-node_no-swap-no-pressure_hotsos.txt",
+     {"pswpin": 0, "pswpout": 0, "compact_stall": 0, "compact_fail": 0, "thp_fault_fallback": 0,
+      "pgmajfault": 6124, "oom_kill": 0, "allocstall": 0}),
+])
+def test_the_corpus_vmstat_files(corpus, name, expected):
+    assert host_pressure.vmstat_record(host_pressure.parse_vmstat(corpus.read_realdata(name))) == expected

@@ -5,7 +5,8 @@ import calendar
 
 import pytest
 
-from ansible_collections.gpufleet.core.plugins.module_utils.kernel_oom import cgroup_unit, parse_oom_kills
+from ansible_collections.gpufleet.core.plugins.module_utils.kernel_oom import (
+    cgroup_unit, host_oom_record, oom_attribution, parse_oom_kills)
 
 NOW = calendar.timegm((2026, 11, 30, 12, 0, 0))
 
@@ -99,3 +100,78 @@ def test_the_unit_of_a_cgroup(cgroup, unit):
 def test_every_oom_report_of_the_corpus(corpus, name, expected):
     events = parse_oom_kills(corpus.read_realdata(name), now=NOW)
     assert [(e["pid"], e["process"], e["constraint"], e["cgroup"], e["anon_rss_kib"]) for e in events] == expected
+
+
+# --- issue 31: other wordings, the child the kernel sacrificed, the memcg of a stats dump, attribution ------------
+
+def test_the_rhel6_wording_with_uid_before_the_name():
+    text = "Nov 30 10:00:00 h kernel: Out of memory: Killed process 123, UID 48, (httpd).\n"
+    (event,) = parse_oom_kills(text, now=NOW)
+    assert (event["pid"], event["process"], event["constraint"]) == (123, "httpd", "global")
+
+
+def test_a_sacrificed_child_is_the_one_kill_not_two():
+    text = ("[Thu Nov 26 00:05:15 2026] Memory cgroup out of memory: Kill process 24572 (java) score 0 or sacrifice "
+            "child\n[Thu Nov 26 00:05:15 2026] Killed process 28438 (java-worker) total-vm:20255636kB, "
+            "anon-rss:466160kB, file-rss:13684kB\n")
+    (event,) = parse_oom_kills(text, now=NOW)
+    assert (event["pid"], event["process"], event["constraint"], event["anon_rss_kib"]) == (
+        28438, "java-worker", "memcg", 466160)
+
+
+def test_the_cgroup_of_a_stats_dump_names_the_victims_and_a_new_report_forgets_it():
+    text = ("[100.1] python3 invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=-997\n"
+            "[100.2] Memory cgroup stats for /kubepods.slice/kubepods-pod06d44939_d15e_491f_84a3_2dbba9fc0440.slice/"
+            "cri-containerd-" + "a" * 64 + ".scope:\n"
+            "[100.3] Memory cgroup out of memory: Killed process 140339 (python3) total-vm:120832kB, anon-rss:15596kB\n"
+            "[200.1] bash invoked oom-killer: gfp_mask=0x0, order=0, oom_score_adj=0\n"
+            "[200.2] Out of memory: Killed process 999 (bash) total-vm:1kB, anon-rss:1kB\n")
+    first, second = parse_oom_kills(text, now=NOW)
+    assert first["cgroup"].endswith("cri-containerd-" + "a" * 64 + ".scope") and first["constraint"] == "memcg"
+    assert (second["pid"], second["cgroup"], second["constraint"]) == (999, None, "global")
+
+
+@pytest.mark.parametrize("cgroup, expected", [
+    ("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podeded8c65_6e8e_4c6e_a889_3e427565c740.slice/"
+     "cri-containerd-" + "e" * 64 + ".scope",
+     {"unit": None, "pod_uid": "eded8c65-6e8e-4c6e-a889-3e427565c740", "container_id": "e" * 64}),
+    ("/kubepods/pod95387fa4-da9c-11e7-9d36-5254b24cbf5e/" + "6" * 64,
+     {"unit": None, "pod_uid": "95387fa4-da9c-11e7-9d36-5254b24cbf5e", "container_id": "6" * 64}),
+    ("/system.slice/docker-" + "d" * 64 + ".scope", {"unit": None, "pod_uid": None, "container_id": "d" * 64}),
+    ("/system.slice/vllm.service", {"unit": "vllm.service", "pod_uid": None, "container_id": None}),
+    ("/mem2", {"unit": None, "pod_uid": None, "container_id": None}),
+    (None, {"unit": None, "pod_uid": None, "container_id": None}),
+])
+def test_what_a_cgroup_path_says_of_its_process(cgroup, expected):
+    assert oom_attribution(cgroup) == expected
+
+
+def test_the_host_record_counts_every_kill_and_keeps_the_first_and_last():
+    events = [{"pid": pid, "process": "p%d" % pid, "cgroup": None, "limit_cgroup": None,
+               "constraint": "global" if pid % 2 else "memcg", "time": None, "anon_rss_kib": None}
+              for pid in range(1, 15)]
+    record = host_oom_record(events)
+    assert (record["count"], record["global"]) == (14, 7)
+    assert [event["pid"] for event in record["events"]] == list(range(1, 10)) + [14]
+    assert record["events"][0]["unit"] is None
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name, expected", [
+    ("kernel-oom-memcg-kubernetes-pods_cgroup-v1-and-v2_issue-quotes.txt",
+     [(461754, "pt_main_thread", "memcg", "eded8c65-6e8e-4c6e-a889-3e427565c740", "ec9ee26695de"),
+      (140339, "python3", "memcg", "06d44939-d15e-491f-84a3-2dbba9fc0440", "f6b09caae6cf"),
+      (141313, "mount", "memcg", "06d44939-d15e-491f-84a3-2dbba9fc0440", "f6b09caae6cf"),
+      (141314, "mount", "memcg", "06d44939-d15e-491f-84a3-2dbba9fc0440", "f6b09caae6cf"),
+      (28438, "java", "memcg", "95387fa4-da9c-11e7-9d36-5254b24cbf5e", "6895a3e13439")]),
+    ("dmesg-decode-iso_xid13-43-and-oom-kill-variants_gpud.log",
+     [(123, "httpd", "global", None, None), (456, "python", "global", None, None),
+      (863987, "node", "memcg", "a8697f49-441d-4d4f-90d2-6d8e1fa3bbe7", "3fc28fa1c647")]),
+    ("kernel-oom_global-sysrq-f-with-oom-kill-line_qemu-ubuntu-5.4_kernlog_hotsos.txt",
+     [(955, "gnome-shell", "global", None, None)]),
+])
+def test_every_kill_of_the_corpus_is_counted_on_the_host_and_attributed(corpus, name, expected):
+    record = host_oom_record(parse_oom_kills(corpus.read_realdata(name), now=NOW))
+    assert [(e["pid"], e["process"], e["constraint"], e["pod_uid"], (e["container_id"] or "")[:12] or None)
+            for e in record["events"]] == expected
+    assert record["count"] == len(expected)
