@@ -857,6 +857,7 @@ def collect_kernel_log(host, facts, source="auto", files=None, window_hours=72, 
 
 
 def _host_oom_record(events):
+    # kernel_oom imports this module's clock helpers: a top-level import would be a cycle
     from ansible_collections.gpufleet.core.plugins.module_utils.kernel_oom import host_oom_record
     return host_oom_record(events)
 
@@ -898,6 +899,7 @@ def _host_events(text, now, window_seconds, boot_time):
 
 
 def _oom_kills(text, now, window_seconds, boot_time):
+    # kernel_oom imports this module's clock helpers: a top-level import would be a cycle
     from ansible_collections.gpufleet.core.plugins.module_utils.kernel_oom import parse_oom_kills
     return parse_oom_kills(text, now=now, window_seconds=window_seconds, boot_time=boot_time)
 
