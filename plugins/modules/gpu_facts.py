@@ -328,7 +328,9 @@ ansible_facts:
         and kernel_events[].client_process and client_pid. 1.2 added workload and host_pressure, bmc (BMC sensors
         and event log) and kubernetes (device plugin sharing and node resources). 1.3 added kernel_log.unplaced_lines
         and clock_offset_s. 1.4 added gpus[].recovery_action, sxid_events (NVSwitch errors), kernel_log groups of
-        kind sxid, and xid_events[].gpc, tpc and sm.'
+        kind sxid, and xid_events[].gpc, tpc and sm. 1.5 added workload journal kinds (framework out-of-memory of
+        every framework, CUDA runtime errors, cuDNN mismatches, NCCL failures by cause) and details (what those
+        messages say in numbers).'
       returned: always
       type: dict
       contains:
@@ -1513,7 +1515,12 @@ ansible_facts:
                       type: dict
                       contains:
                         cuda_oom:
-                          description: '''CUDA out of memory'', CUBLAS_STATUS_ALLOC_FAILED, cudaErrorMemoryAllocation.'
+                          description: 'Framework out-of-memory errors: PyTorch ''CUDA out of memory'' (every layout),
+                            CUBLAS_STATUS_ALLOC_FAILED, TensorFlow ResourceExhaustedError / OOM when allocating
+                            tensor, JAX/XLA RESOURCE_EXHAUSTED, CUDA_ERROR_OUT_OF_MEMORY, TensorRT ''Error Code
+                            2: OutOfMemory'', Triton/TensorRT-LLM cudaMalloc out of memory, vLLM KV cache too small
+                            at start-up (since 1.5: all but the PyTorch ones). TensorFlow''s BFC allocator ''not
+                            a failure'' warnings are not counted.'
                           returned: always
                           type: dict
                           contains:
@@ -1643,8 +1650,9 @@ ansible_facts:
                                   returned: success
                                   type: str
                         nccl_error:
-                          description: NCCL errors (NCCL error, NCCL WARN, ncclSystemError ...; ProcessGroupNCCL
-                            exceptions).
+                          description: Other NCCL errors (NCCL error, NCCL WARN, ncclSystemError ...; ProcessGroupNCCL
+                            exceptions); since 1.5 the ones of a known cause are counted under nccl_network, nccl_resource
+                            or nccl_cuda.
                           returned: always
                           type: dict
                           contains:
@@ -1773,12 +1781,461 @@ ansible_facts:
                                   description: 'The message: printable characters only, at most 300 (then ''...'').'
                                   returned: success
                                   type: str
+                        cuda_ecc:
+                          description: CUDA 'uncorrectable ECC error encountered' (code 39), from the job or its
+                            NCCL watchdog. Added in 1.5.
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        cuda_driver_insufficient:
+                          description: '''CUDA driver version is insufficient for CUDA runtime version'' (code 35),
+                            in every runtime''s wording. Added in 1.5.'
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        cuda_forward_compat:
+                          description: '''forward compatibility was attempted on non supported HW'' (Error 804).
+                            Added in 1.5.'
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        cuda_devices_busy:
+                          description: '''CUDA-capable device(s) is/are busy or unavailable'' (code 46; the old
+                            ''all CUDA-capable devices are busy''). Added in 1.5.'
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        cuda_no_kernel_image:
+                          description: '''no kernel image is available for execution on the device'', and PyTorch''s
+                            ''CUDA capability sm_XX is not compatible'' warning. Added in 1.5.'
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        cudnn_mismatch:
+                          description: cuDNN runtime against compiled version (TensorFlow/XLA 'Loaded runtime CuDNN
+                            library', PyTorch and Caffe2 mismatch wordings). Added in 1.5.
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        device_side_assert:
+                          description: '''device-side assert triggered'' and the kernel''s ''Assertion ... failed''
+                            lines. Added in 1.5.'
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        nccl_network:
+                          description: 'NCCL network or peer failures: InfiniBand/RoCE completion errors, ''remote
+                            process exited or there was a network error'', socket calls failed or closed by the
+                            peer (also an NCCL error whose following lines say so). Added in 1.5.'
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        nccl_resource:
+                          description: 'NCCL failing on a local resource: ''Cuda failure ''out of memory'''', /dev/shm
+                            too small, ibv_* ''Cannot allocate memory''. Added in 1.5.'
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        nccl_cuda:
+                          description: NCCL 'unhandled cuda error' with the CUDA error it carries (detail.cuda_error).
+                            Added in 1.5.
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
                     cuda_oom_gpus:
                       description: GPU indexes named in the CUDA out-of-memory messages ('GPU 0'), as the process
                         numbered them (CUDA_VISIBLE_DEVICES applies).
                       returned: always
                       type: list
                       elements: int
+                    details:
+                      description: 'Per kind of matches (the keys of matches), what its messages say in numbers:
+                        memory figures of an out-of-memory (allocated against reserved, other processes), both versions
+                        of a cuDNN mismatch, the GPU architecture a build lacks, an NCCL failure''s peer, status
+                        and the CUDA error it carries; see $defs/journal_failure_detail in the schema. Kinds whose
+                        messages give nothing are absent. Added in 1.5.'
+                      returned: always
+                      type: dict
                 frameworks:
                   description: Frameworks of the service's interpreter, from a probe run as its user (bounded by
                     command_timeout).
