@@ -81,6 +81,7 @@ SECONDARY = re.compile(r"The caller indicates that this is not a failure|Got com
                        r"|(?:^|:\s)nccl[A-Z]\w*Error: |\[Proxy Service \d+\] Failed to execute operation"
                        r"|\[Service thread\] Error encountered progressing")
 # An NCCL error whose following lines name its cause
+_NCCL_OUT_OF_MEMORY = re.compile(r"Cuda failure \d*\s*'out of memory'")
 _NETWORK_CAUSE = re.compile(r"Connection (?:closed by remote peer|reset by peer)|Broken pipe"
                             r"|Call to (?:recv|send|connect) (?:from|to) \S+ failed")
 KINDS = tuple(kind for kind, _pattern in PATTERNS)
@@ -185,10 +186,12 @@ def classify(message, kinds=KINDS):
 
 
 def refine(kind, following):
-    """An NCCL error whose next lines name a network or peer failure (\"Last error: ... Connection closed by
-    remote peer\") is that failure."""
+    """An NCCL error whose next lines name its cause ("Last error: ... Connection closed by remote peer",
+    "Cuda failure 'out of memory'") is a failure of that cause."""
     if kind == "nccl_error" and _NETWORK_CAUSE.search(following):
         return "nccl_network"
+    if kind == "nccl_cuda" and _NCCL_OUT_OF_MEMORY.search(following):
+        return "nccl_resource"
     return kind
 
 
@@ -241,7 +244,7 @@ def scan_messages(messages, kinds_of=lambda position: KINDS):
         kind = classify(message, kinds_of(position))
         if kind is None:
             continue
-        kind = refine(kind, _following(messages, position + 1) if kind == "nccl_error" else "")
+        kind = refine(kind, _following(messages, position + 1) if kind in ("nccl_error", "nccl_cuda") else "")
         scan["matches"][kind]["count"] += 1
         positions[kind][1:] = [position]  # the first one and the latest
         if kind == "cuda_oom":

@@ -333,3 +333,11 @@ def test_corpus_vllm_and_trt_and_nccl_details(corpus):
     resource = _block_details(corpus, "nccl-resource-failures_cuda-oom-init-error-shm-ibv-create-cq_issue-quotes.txt",
                               "nccl_resource")
     assert [(item or {}).get("resource") for item in resource] == ["gpu_memory", None, "shm", "locked_memory"]
+
+
+def test_an_nccl_cuda_failure_on_out_of_memory_is_a_resource_failure():
+    text = ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1, unhandled cuda error, NCCL "
+            "version 2.18.1\nncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\n"
+            "Cuda failure 'out of memory'\n")
+    assert _kinds(text) == {"nccl_resource": 1}
+    assert scan_log(text)["details"]["nccl_resource"]["resource"] == "gpu_memory"
