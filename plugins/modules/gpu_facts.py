@@ -330,7 +330,8 @@ ansible_facts:
         and clock_offset_s. 1.4 added gpus[].recovery_action, sxid_events (NVSwitch errors), kernel_log groups of
         kind sxid, and xid_events[].gpc, tpc and sm. 1.5 added workload journal kinds (framework out-of-memory of
         every framework, CUDA runtime errors, cuDNN mismatches, NCCL failures by cause) and details (what those
-        messages say in numbers).'
+        messages say in numbers); kubernetes.device_health (the device plugin''s log: devices marked unhealthy,
+        pods rejected at admission).'
       returned: always
       type: dict
       contains:
@@ -2941,6 +2942,77 @@ ansible_facts:
                   description: 'Why: ipmitool''s message (a password never appears), a timeout, a missing program.'
                   returned: success
                   type: str
+            device_health:
+              description: 'The device plugin''s log: devices marked unhealthy, recovered, pods rejected at admission;
+                null when the host is no node. Added in 1.5.'
+              returned: always
+              type: dict
+              contains:
+                status:
+                  description: 'read; partial (a log file could not be read); absent (no device plugin pod logs
+                    under /var/log/pods on this node); not_read. One of: read, partial, absent, not_read.'
+                  returned: success
+                  type: str
+                sources:
+                  description: The log files read (/var/log/pods/<namespace>_<pod>_<uid>/<container>/N.log of the
+                    nvidia-device-plugin pods).
+                  returned: always
+                  type: list
+                  elements: str
+                unhealthy:
+                  description: 'Devices the plugin marked unhealthy (''<resource>'' device marked unhealthy: <id>)
+                    and not healthy again since, at most 64.'
+                  returned: always
+                  type: list
+                  elements: dict
+                  contains:
+                    resource:
+                      description: The resource (nvidia.com/gpu, nvidia.com/mig-1g.5gb).
+                      returned: success
+                      type: str
+                    device:
+                      description: The device id (GPU or MIG UUID).
+                      returned: success
+                      type: str
+                    xid:
+                      description: The Xid the plugin gave as the reason (XidCriticalError), null when it gave none.
+                      returned: success
+                      type: int
+                recovered:
+                  description: Devices marked unhealthy and then healthy again.
+                  returned: always
+                  type: list
+                  elements: str
+                admission_failures:
+                  description: '''Allocate failed due to ...'' (UnexpectedAdmissionError) in the text read, at most
+                    64.'
+                  returned: always
+                  type: list
+                  elements: dict
+                  contains:
+                    kind:
+                      description: 'unhealthy_devices: ''no healthy devices present; cannot allocate unhealthy devices'';
+                        shared_request_too_large: a pod asked more replicas of a shared resource than failRequestsGreaterThanOne
+                        allows; other. One of: unhealthy_devices, shared_request_too_large, other.'
+                      returned: success
+                      type: str
+                    resources:
+                      description: The nvidia.com/* resources it names.
+                      returned: always
+                      type: list
+                      elements: str
+                    requested:
+                      description: 'shared_request_too_large: what the pod asked for.'
+                      returned: success
+                      type: int
+                    limit:
+                      description: 'shared_request_too_large: the largest request allowed.'
+                      returned: success
+                      type: int
+                    reason:
+                      description: The reason as the kubelet gives it, at most 300 characters.
+                      returned: success
+                      type: str
 """
 # END GENERATED RETURN
 

@@ -120,6 +120,65 @@ def sharing_policy(ctx):
         "sharing.mode if sharing is intended." % wanted.replace("_", " "))]
 
 
+def _device_health(ctx):
+    return ((_kubernetes(ctx.facts) or {}).get("device_health")) or {}
+
+
+def _fewer_allocatable(kubernetes, resource):
+    resources = kubernetes.get("resources") or {}
+    capacity, allocatable = resources.get("capacity") or {}, resources.get("allocatable") or {}
+    return resource in capacity and allocatable.get(resource, 0) < capacity[resource]
+
+
+@rule("scheduling.k8s_device_unhealthy", "scheduling", "warning",
+      "The device plugin marked GPUs (or MIG devices) unhealthy, or pods were rejected for lack of healthy "
+      "devices (critical when the unhealthy devices are gone from what the node can allocate or pods were "
+      "rejected: rejected pods are never retried)")
+def device_unhealthy(ctx):
+    health = _device_health(ctx)
+    kubernetes = _kubernetes(ctx.facts) or {}
+    unhealthy = health.get("unhealthy") or []
+    rejected = [item for item in health.get("admission_failures") or () if item.get("kind") == "unhealthy_devices"]
+    if not unhealthy and not rejected:
+        return ()
+    resources = sorted({item["resource"] for item in unhealthy} | {name for item in rejected for name in item["resources"]})
+    lost = [name for name in resources if _fewer_allocatable(kubernetes, name)]
+    devices = ", ".join("%s%s" % (item["device"], " (Xid %s)" % item["xid"] if item.get("xid") is not None else "")
+                        for item in unhealthy[:8])
+    return [ctx.finding(
+        None,
+        "Node %s: %s%s" % (kubernetes.get("node_name"),
+                           "the device plugin marked %d devices unhealthy: %s" % (len(unhealthy), devices)
+                           if unhealthy else "pods were rejected: no healthy %s" % ", ".join(resources),
+                           "; %d pods rejected at admission" % len(rejected) if rejected and unhealthy else ""),
+        {"unhealthy": unhealthy[:16], "recovered": health.get("recovered") or [], "admission_failures": rejected[:8],
+         "resources": resources, "fewer_allocatable": lost, "sources": health.get("sources")},
+        "Look at the GPU behind each device (its Xids and hardware findings); the device plugin does not take a "
+        "device back by itself on every version: restart the plugin pod once the GPU is healthy (reset or "
+        "replaced), and resubmit the rejected pods.",
+        severity="critical" if rejected or lost else None)]
+
+
+@rule("scheduling.k8s_admission_rejected", "scheduling", "warning",
+      "Pods were rejected at admission for their request (more replicas of a shared GPU than "
+      "failRequestsGreaterThanOne allows, or another device plugin refusal)")
+def admission_rejected(ctx):
+    rejected = [item for item in _device_health(ctx).get("admission_failures") or ()
+                if item.get("kind") != "unhealthy_devices"]
+    if not rejected:
+        return ()
+    first = rejected[0]
+    return [ctx.finding(
+        None,
+        "%d pods rejected at admission: %s" % (len(rejected), "asked for %s x%s where a shared resource allows %s" % (
+            ", ".join(first["resources"]), first["requested"], first["limit"])
+            if first["kind"] == "shared_request_too_large" else first["reason"]),
+        {"admission_failures": rejected[:8]},
+        "A job asks for more than the device plugin hands out: with shared GPUs a pod gets one replica (ask for "
+        "nvidia.com/gpu: 1, or unset failRequestsGreaterThanOne knowing the replicas share one GPU); the node is "
+        "healthy.")]
+
+
 def sharing_signature(facts):
     """What must agree across a group: the strategy, replicas per resource, renaming, request limit, MIG
     strategy; None for a host that is no Kubernetes node or whose config was not found."""
