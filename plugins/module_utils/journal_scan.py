@@ -51,8 +51,8 @@ PATTERNS = (
                                   r"|cuDNN compiled \(\d+\) and runtime \(\d+\) versions mismatch", re.IGNORECASE)),
     ("device_side_assert", re.compile(r"device-side assert triggered|\.cu:\d+:.*Assertion `[^`]*` failed")),
     ("illegal_memory_access", re.compile(r"illegal memory access", re.IGNORECASE)),
-    ("nccl_resource", re.compile(r"NCCL.*(?:Cuda failure \d*\s*'out of memory'|/dev/shm|Cannot allocate memory"
-                                 r"|ibv_\w+ failed)")),
+    ("nccl_resource", re.compile(r"NCCL.*Cuda failure \d*\s*'out of memory'"
+                                 r"|NCCL WARN .*(?:/dev/shm|Cannot allocate memory|ibv_\w+ failed)")),
     ("nccl_network", re.compile(r"NET/IB ?: Got completion from peer|remote process exited or there was a network error"
                                 r"|ncclRemoteError|NCCL WARN (?:NET|Net)\b.*(?:failed|closed|[Ee]rror)")),
     ("nccl_cuda", re.compile(r"unhandled cuda error|ncclUnhandledCudaError|NCCL WARN Cuda failure")),

@@ -181,6 +181,7 @@ def test_each_kind_in_other_wordings(line, kind):
     "vendor err 249 (Recv)",
     "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.",
     "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+    "node-7:11:12 [0] NCCL INFO Using /dev/shm for the SHM transport",
     "2021-06-11 15:49:39.798483: I tensorflow/stream_executor/cuda/cuda_dnn.cc:359] Loaded cuDNN version 8200",
 ])
 def test_lines_that_follow_a_failure_or_say_they_are_none_count_nothing(line):
