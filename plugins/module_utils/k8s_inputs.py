@@ -243,9 +243,12 @@ def nvidia_resources(mapping):
 # ---------------------------------------------------------------- collection: the device plugin's own log
 
 POD_LOG_FOLDER = "/var/log/pods"
-DEVICE_PLUGIN_POD = "nvidia-device-plugin"
 MAX_LOG_FILES = 8
 MAX_LOG_CHARS = 1024 * 1024
+# pod folders are <namespace>_<pod>_<uid>: the device plugin's pods, and the GPU Operator's controller (a
+# Deployment's pod: gpu-operator-<replicaset hash>-<suffix>, not its node-feature-discovery pods)
+DEVICE_PLUGIN_POD = re.compile(r"^[^_]+_nvidia-device-plugin[\w-]*_")
+OPERATOR_POD = re.compile(r"^[^_]+_gpu-operator-[0-9a-f]{5,10}-[0-9a-z]{5}_")
 
 
 def _log_number(name):
@@ -253,12 +256,12 @@ def _log_number(name):
     return (0, int(head)) if head.isdigit() else (1, name)
 
 
-def device_plugin_log_files(host, folder=POD_LOG_FOLDER):
-    """The container logs of the device plugin's pods on this node (/var/log/pods/<ns>_<pod>_<uid>/<container>/
-    N.log, the kubelet's layout), oldest first, at most MAX_LOG_FILES."""
+def pod_log_files(host, pod_pattern, folder=POD_LOG_FOLDER):
+    """The container logs of the pods whose folder matches pod_pattern on this node (/var/log/pods/<ns>_<pod>_
+    <uid>/<container>/N.log, the kubelet's layout), oldest first, at most MAX_LOG_FILES."""
     files = []
     for pod in host.listdir(folder) or ():
-        if DEVICE_PLUGIN_POD not in pod:
+        if not pod_pattern.match(pod):
             continue
         for container in host.listdir("%s/%s" % (folder, pod)) or ():
             names = sorted((name for name in host.listdir("%s/%s/%s" % (folder, pod, container)) or ()
@@ -267,17 +270,29 @@ def device_plugin_log_files(host, folder=POD_LOG_FOLDER):
     return files[-MAX_LOG_FILES:]
 
 
+def _read_logs(host, files):
+    """(text of the files, the newest MAX_LOG_CHARS; True when every one was read)."""
+    texts = [host.read_text(path) for path in files]
+    return "\n".join(text for text in texts if text)[-MAX_LOG_CHARS:], all(text is not None for text in texts)
+
+
 def new_device_health(status="not_read"):
-    return {"status": status, "sources": [], "unhealthy": [], "recovered": [], "admission_failures": []}
+    return {"status": status, "sources": [], "unhealthy": [], "recovered": [], "admission_failures": [],
+            "operator": None}
 
 
 def read_device_health(host):
-    """kubernetes.device_health: the devices the device plugin's log marks unhealthy (and healthy again)."""
-    files = device_plugin_log_files(host)
-    if not files:
+    """kubernetes.device_health: the devices the device plugin's log marks unhealthy (and healthy again), and
+    what the GPU Operator's controller says of its ClusterPolicy when it runs on this node."""
+    files = pod_log_files(host, DEVICE_PLUGIN_POD)
+    operator_files = pod_log_files(host, OPERATOR_POD)
+    if not files and not operator_files:
         return new_device_health("absent")
-    texts = [host.read_text(path) for path in files]
-    record = new_device_health("read" if all(text is not None for text in texts) else "partial")
-    record["sources"] = files
-    record.update(device_events("\n".join(text for text in texts if text)[-MAX_LOG_CHARS:]))
+    text, whole = _read_logs(host, files)
+    operator_text, operator_whole = _read_logs(host, operator_files)
+    record = new_device_health("read" if whole and operator_whole else "partial")
+    record["sources"] = files + operator_files
+    record.update(device_events(text))
+    if operator_files:
+        record["operator"] = operator_status(operator_text)
     return record

@@ -2949,13 +2949,14 @@ ansible_facts:
               type: dict
               contains:
                 status:
-                  description: 'read; partial (a log file could not be read); absent (no device plugin pod logs
-                    under /var/log/pods on this node); not_read. One of: read, partial, absent, not_read.'
+                  description: 'read; partial (a log file could not be read); absent (neither device plugin nor
+                    GPU Operator controller pod logs under /var/log/pods on this node); not_read. One of: read,
+                    partial, absent, not_read.'
                   returned: success
                   type: str
                 sources:
                   description: The log files read (/var/log/pods/<namespace>_<pod>_<uid>/<container>/N.log of the
-                    nvidia-device-plugin pods).
+                    nvidia-device-plugin pods and of the GPU Operator's controller).
                   returned: always
                   type: list
                   elements: str
@@ -3013,6 +3014,27 @@ ansible_facts:
                       description: The reason as the kubelet gives it, at most 300 characters.
                       returned: success
                       type: str
+                operator:
+                  description: What the GPU Operator's controller log (its pod on this node, JSON or console encoding)
+                    says of the ClusterPolicy; null when the controller does not run on this node.
+                  returned: always
+                  type: dict
+                  contains:
+                    ready:
+                      description: False when the controller's last word on the ClusterPolicy is that it is not
+                        ready, true when it is, null when its log says neither.
+                      returned: success
+                      type: bool
+                    states_not_ready:
+                      description: The states it names as not ready (state-device-plugin, gpu-feature-discovery
+                        ...).
+                      returned: always
+                      type: list
+                      elements: str
+                    steps_not_ready:
+                      description: '"ClusterPolicy step wasn''t ready" lines (older console encoding).'
+                      returned: success
+                      type: int
 """
 # END GENERATED RETURN
 

@@ -225,3 +225,19 @@ def _describe(signature):
         return "no sharing"
     replicas = ", ".join("%s x%s" % (name, count) for name, count in data["replicas"])
     return "%s %s%s" % (data["strategy"].replace("_", " "), replicas, ", renamed" if data["rename_by_default"] else "")
+
+
+@rule("scheduling.k8s_operator_not_ready", "scheduling", "warning",
+      "The GPU Operator's controller says its ClusterPolicy is not ready: the states it names (device plugin, "
+      "feature discovery, validation ...) have not converged and the node's GPUs may not be schedulable")
+def operator_not_ready(ctx):
+    operator = _device_health(ctx).get("operator") or {}
+    if operator.get("ready") is not False:
+        return ()
+    states = operator.get("states_not_ready") or []
+    return [ctx.finding(
+        None, "The GPU Operator's ClusterPolicy is not ready%s" % (
+            ": %s" % ", ".join(states) if states else " (%d steps not ready)" % operator.get("steps_not_ready", 0)),
+        {"operator": operator, "sources": _device_health(ctx).get("sources")},
+        "Look at the pods of the states named (kubectl get pods -n gpu-operator: crash loops, image pulls) and "
+        "their logs; GPUs are not offered to pods until the device plugin's state is ready.")]

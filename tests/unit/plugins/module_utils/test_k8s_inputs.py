@@ -74,15 +74,22 @@ def test_operator_log_says_ready_again():
 # ---------------------------------------------------------------- on a node: the device plugin's own log
 
 POD = "gpu-operator_nvidia-device-plugin-daemonset-x7k2p_0f1e"
+OPERATOR = "gpu-operator_gpu-operator-6855b5d55d-kkm7m_77aa"
+NFD = "gpu-operator_gpu-operator-node-feature-discovery-worker-cw8qz_88bb"
 
 
-def plugin_host(files):
-    dirs = {"/var/lib/kubelet/device-plugins": ["kubelet.sock"], "/var/log/pods": [POD, "kube-system_coredns-1_9a"],
-            "/var/log/pods/" + POD: ["nvidia-device-plugin"],
+def plugin_host(files, operator_log=None):
+    pods = [POD, NFD, "kube-system_coredns-1_9a"] + ([OPERATOR] if operator_log else [])
+    dirs = {"/var/lib/kubelet/device-plugins": ["kubelet.sock"], "/var/log/pods": sorted(pods),
+            "/var/log/pods/" + POD: ["nvidia-device-plugin"], "/var/log/pods/" + NFD: ["worker"],
+            "/var/log/pods/%s/worker" % NFD: ["0.log"],
             "/var/log/pods/%s/nvidia-device-plugin" % POD: sorted(files)}
-    return ReplayHost({"now": 0, "dirs": dirs, "commands": {}, "bins": {},
-                       "files": dict(("/var/log/pods/%s/nvidia-device-plugin/%s" % (POD, name), text)
-                                     for name, text in files.items())})
+    contents = dict(("/var/log/pods/%s/nvidia-device-plugin/%s" % (POD, name), text) for name, text in files.items())
+    contents["/var/log/pods/%s/worker/0.log" % NFD] = "ClusterPolicy is not ready, states not ready: [nfd]"
+    if operator_log:
+        dirs.update({"/var/log/pods/" + OPERATOR: ["gpu-operator"], "/var/log/pods/%s/gpu-operator" % OPERATOR: ["0.log"]})
+        contents["/var/log/pods/%s/gpu-operator/0.log" % OPERATOR] = operator_log
+    return ReplayHost({"now": 0, "dirs": dirs, "commands": {}, "bins": {}, "files": contents})
 
 
 def test_the_node_check_reads_the_device_plugins_log_oldest_first():
@@ -91,6 +98,16 @@ def test_the_node_check_reads_the_device_plugins_log_oldest_first():
     health = kubernetes["device_health"]
     assert health["status"] == "read" and [path.rsplit("/", 1)[1] for path in health["sources"]] == ["0.log", "1.log"]
     assert [item["device"] for item in health["unhealthy"]] == [UUID] and health["recovered"] == [MIG_UUID]
+    assert health["operator"] is None
+
+
+def test_the_node_check_reads_the_operator_controllers_log_when_it_runs_there():
+    log = ('2026-11-30T10:00:00.1Z stdout F {"level":"error","logger":"controllers.ClusterPolicy","msg":"ClusterPolicy '
+           'is not ready, states not ready: [state-device-plugin]"}\n')
+    host = plugin_host({"0.log": PLUGIN_LOG}, operator_log=log)
+    health = k8s_sharing.collect_kubernetes(host, new_facts(), k8s_sharing.KubernetesOptions(), 10)["device_health"]
+    assert health["operator"] == {"ready": False, "states_not_ready": ["state-device-plugin"], "steps_not_ready": 0}
+    assert len(health["sources"]) == 2
 
 
 def test_no_device_plugin_pod_log_is_absent():

@@ -211,3 +211,15 @@ def test_corpus_mig_mixed_capacity_with_no_whole_gpu_is_healthy(corpus):
     facts["kubernetes"]["resources"]["allocatable"]["nvidia.com/mig-1g.12gb"] = 1
     assert only(facts, "scheduling.k8s_allocatable_mismatch")["evidence"]["differences"] == {
         "nvidia.com/mig-1g.12gb": {"expected": 2, "advertised": 1}}
+
+
+@pytest.mark.corpus
+def test_corpus_operator_not_ready_is_a_warning_naming_the_states(corpus):
+    text = corpus.read_realdata("gpu-operator-controller-log_clusterpolicy-not-ready_json-and-console_issue-quotes.txt")
+    facts = k8s_node(NO_SHARING, {"nvidia.com/gpu": 8})
+    facts["kubernetes"]["device_health"] = dict(k8s_inputs.new_device_health("read"),
+                                                operator=k8s_inputs.operator_status(text.split("\n## ")[1]))
+    finding = only(facts, "scheduling.k8s_operator_not_ready")
+    assert finding["severity"] == "warning" and "state-device-plugin, state-dcgm-exporter, gpu-feature-discovery" in finding["summary"]
+    facts["kubernetes"]["device_health"]["operator"] = {"ready": True, "states_not_ready": [], "steps_not_ready": 0}
+    assert findings_of(facts, "scheduling.k8s_operator_not_ready") == []
