@@ -120,27 +120,40 @@ def oom_shared_gpu(ctx):
     return findings
 
 
+HOST_MEMORY_ACTION = ("The OOM killer killed the service for host memory, not GPU memory: raise the unit's MemoryMax "
+                      "(or the container's memory limit) to what the job needs, or make it hold less (fewer "
+                      "dataloader workers, no dataset held in memory).")
+
+
 @rule("workload.out_of_memory", "workload", "warning",
-      "A service ran out of memory in the window (a framework's out-of-memory error, or the kernel OOM killer) "
-      "while no other process shared its GPU: the job does not fit (several GPU processes: workload.oom_shared_gpu)")
+      "A service ran out of GPU memory in the window (a framework's out-of-memory error) while no other process "
+      "shared its GPU (several: workload.oom_shared_gpu), or systemd says the OOM killer hit it while the kernel "
+      "log names no kill of it (kills the kernel log names: workload.kernel_oom_kill)")
 def out_of_memory(ctx):
     findings = []
     for service in workload_services(ctx.facts):
         cuda_oom = _matches(service, "cuda_oom").get("count") or 0
         kernel_oom = kernel_oom_kills(service)
-        if not cuda_oom and not kernel_oom:
+        systemd_only = not cuda_oom and not (service.get("oom_kills") or {}).get("count") and kernel_oom
+        if not cuda_oom and not systemd_only:
             continue
         gpus = _oom_gpus(ctx, service)
-        if any(len(processes) >= 2 for _gpu, processes in gpus):
+        if cuda_oom and any(len(processes) >= 2 for _gpu, processes in gpus):
             continue  # workload.oom_shared_gpu
         processes = max([len(found) for _gpu, found in gpus] or [0])
         evidence = _oom_evidence(service, cuda_oom, kernel_oom, processes)
         evidence.update({"gpus": [gpu.get("index") for gpu, _found in gpus], "processes": processes})
+        if systemd_only:
+            evidence["points_at"] = ["host_memory"]
+            findings.append(ctx.finding(
+                None, "%s was killed by the OOM killer %d times in the window (systemd's account; the kernel log "
+                      "names no kill of it)" % (service["unit"], kernel_oom), evidence, HOST_MEMORY_ACTION))
+            continue
         framework = evidence["message_says"].get("framework")
         findings.append(ctx.finding(
             gpus[0][0] if len(gpus) == 1 else None,
-            "%s ran out of memory in the window (%d %sout-of-memory errors, %d kernel OOM kills)%s" % (
-                service["unit"], cuda_oom, framework + " " if framework else "", kernel_oom,
+            "%s ran out of GPU memory in the window (%d %sout-of-memory errors)%s" % (
+                service["unit"], cuda_oom, framework + " " if framework else "",
                 " with %d process on its GPU" % processes if gpus else ""),
             evidence, oom_reading(processes, evidence["message_says"])[1]))
     return findings

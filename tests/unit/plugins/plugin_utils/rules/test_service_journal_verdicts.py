@@ -45,7 +45,7 @@ def test_an_oom_of_one_process_points_at_model_batch_and_input_size():
     assert finding["evidence"]["points_at"] == ["model_size", "batch_or_input_size"]
     assert finding["evidence"]["message_says"]["allocated_mib"] == 77824.0
     assert "batch size" in finding["action"] and "worker" not in finding["action"]
-    assert "pytorch out-of-memory" in finding["summary"]
+    assert "ran out of GPU memory in the window (1 pytorch out-of-memory errors)" in finding["summary"]
     assert findings_of(facts, "workload.oom_shared_gpu") == []
 
 
@@ -83,21 +83,27 @@ def test_several_processes_on_the_gpu_is_the_shared_rule_with_the_same_reading()
     assert findings_of(facts, "workload.out_of_memory") == []
 
 
-def test_a_kernel_oom_kill_alone_is_an_out_of_memory_too():
+def test_a_kernel_oom_kill_alone_is_left_to_the_kernel_log_rule():
+    """Host memory, not GPU memory: workload.kernel_oom_kill judges the kills the kernel log names."""
     service = running(processes=[process_on(0, 40210)])
     service["oom_kills"] = {"count": 1, "events": [], "read": True}
+    assert findings_of(node_with(service), "workload.out_of_memory") == []
+
+
+def test_a_gpu_oom_with_kernel_kills_counts_both():
+    service = service_logging(SINGLE_OOM, processes=[process_on(0, 40210)])
+    service["oom_kills"] = {"count": 2, "events": [], "read": True}
     finding = only(node_with(service), "workload.out_of_memory")
-    assert (finding["evidence"]["kernel_oom_kills"], finding["evidence"]["cuda_oom"]) == (1, 0)
+    assert (finding["evidence"]["cuda_oom"], finding["evidence"]["kernel_oom_kills"]) == (1, 2)
 
 
-def test_systemds_note_of_an_oom_kill_counts_when_the_kernel_log_was_not_read():
-    systemd = journal_scan.new_scan()["matches"]
+def test_systemds_note_of_an_oom_kill_the_kernel_log_does_not_name_is_host_memory():
     service = running(processes=[process_on(0, 40210)])
-    service["journal"]["matches"]["oom_killed"] = dict(
-        systemd["oom_killed"], count=2,
-        first={"time": None, "pid": 1, "message": "vllm.service: Failed with result 'oom-kill'."},
-        last={"time": None, "pid": 1, "message": "vllm.service: Failed with result 'oom-kill'."})
-    assert only(node_with(service), "workload.out_of_memory")["evidence"]["kernel_oom_kills"] == 2
+    line = {"time": None, "pid": 1, "message": "vllm.service: Failed with result 'oom-kill'."}
+    service["journal"]["matches"]["oom_killed"] = {"count": 2, "first": line, "last": line}
+    finding = only(node_with(service), "workload.out_of_memory")
+    assert finding["evidence"]["kernel_oom_kills"] == 2 and finding["evidence"]["points_at"] == ["host_memory"]
+    assert "MemoryMax" in finding["action"] and finding["gpu"] is None
 
 
 def test_a_single_allocation_larger_than_the_gpu_says_no_allocator_setting_helps():
