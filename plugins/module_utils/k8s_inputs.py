@@ -220,6 +220,12 @@ _POD_ROW = re.compile(r"^(?P<name>\S+)\s+(?P<ready>\d+)/(?P<want>\d+)\s+(?P<stat
                       r"(?:\s+\([^)]*\))?\s+(?P<age>\S+)\s*$")
 
 
+def restarting_from_pods(text):
+    """The same list as restarting_containers of a captured `kubectl get pods` table (per pod, not container)."""
+    return [{"pod": pod["name"], "container": None, "restarts": pod["restarts"]} for pod in pods_not_running(text)
+            if pod["restarts"] > 0]
+
+
 def pods_not_running(text):
     """[{name, ready, status, restarts}] of the pods of a `kubectl get pods` table that are not all ready or not
     Running/Completed (RESTARTS may read "57 (12s ago)")."""
@@ -249,6 +255,10 @@ MAX_LOG_CHARS = 1024 * 1024
 # Deployment's pod: gpu-operator-<replicaset hash>-<suffix>, not its node-feature-discovery pods)
 DEVICE_PLUGIN_POD = re.compile(r"^[^_]+_nvidia-device-plugin[\w-]*_")
 OPERATOR_POD = re.compile(r"^[^_]+_gpu-operator-[0-9a-f]{5,10}-[0-9a-z]{5}_")
+# the GPU stack's pods (the operator's namespace, or NVIDIA's and feature discovery's pods anywhere)
+GPU_STACK_POD = re.compile(r"^(?:(?:gpu-operator|nvidia-gpu-operator|nvidia-device-plugin)_|[^_]+_(?:nvidia-|gpu-feature-"
+                           r"discovery|gpu-operator))")
+MAX_RESTARTING = 32
 
 
 def _log_number(name):
@@ -278,7 +288,23 @@ def _read_logs(host, files):
 
 def new_device_health(status="not_read"):
     return {"status": status, "sources": [], "unhealthy": [], "recovered": [], "admission_failures": [],
-            "operator": None}
+            "operator": None, "restarting": []}
+
+
+def restarting_containers(host, folder=POD_LOG_FOLDER):
+    """[{pod, container, restarts}] of the GPU stack's containers that restarted: the kubelet names a
+    container's log after its restart count (N.log), so the highest N is how often it restarted."""
+    found = []
+    for pod in host.listdir(folder) or ():
+        if not GPU_STACK_POD.match(pod):
+            continue
+        name = pod.split("_")[1] if pod.count("_") >= 2 else pod
+        for container in host.listdir("%s/%s" % (folder, pod)) or ():
+            counts = [int(entry.split(".", 1)[0]) for entry in host.listdir("%s/%s/%s" % (folder, pod, container)) or ()
+                      if entry.split(".", 1)[0].isdigit()]
+            if counts and max(counts) > 0:
+                found.append({"pod": name, "container": container, "restarts": max(counts)})
+    return sorted(found, key=lambda item: -item["restarts"])[:MAX_RESTARTING]
 
 
 def read_device_health(host):
@@ -286,8 +312,11 @@ def read_device_health(host):
     what the GPU Operator's controller says of its ClusterPolicy when it runs on this node."""
     files = pod_log_files(host, DEVICE_PLUGIN_POD)
     operator_files = pod_log_files(host, OPERATOR_POD)
+    restarting = restarting_containers(host)
     if not files and not operator_files:
-        return new_device_health("absent")
+        record = new_device_health("absent")
+        record["restarting"] = restarting
+        return record
     text, whole = _read_logs(host, files)
     operator_text, operator_whole = _read_logs(host, operator_files)
     record = new_device_health("read" if whole and operator_whole else "partial")
@@ -295,4 +324,5 @@ def read_device_health(host):
     record.update(device_events(text))
     if operator_files:
         record["operator"] = operator_status(operator_text)
+    record["restarting"] = restarting
     return record

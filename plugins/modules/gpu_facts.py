@@ -2950,8 +2950,8 @@ ansible_facts:
               contains:
                 status:
                   description: 'read; partial (a log file could not be read); absent (neither device plugin nor
-                    GPU Operator controller pod logs under /var/log/pods on this node); not_read. One of: read,
-                    partial, absent, not_read.'
+                    GPU Operator controller pod logs under /var/log/pods on this node: restarting is still read);
+                    not_read. One of: read, partial, absent, not_read.'
                   returned: success
                   type: str
                 sources:
@@ -3033,6 +3033,27 @@ ansible_facts:
                       elements: str
                     steps_not_ready:
                       description: '"ClusterPolicy step wasn''t ready" lines (older console encoding).'
+                      returned: success
+                      type: int
+                restarting:
+                  description: Containers of the GPU stack on this node (pods of the gpu-operator namespace, nvidia-*,
+                    gpu-feature-discovery) that restarted, most restarts first, at most 32; read from /var/log/pods
+                    without kubectl.
+                  returned: always
+                  type: list
+                  elements: dict
+                  contains:
+                    pod:
+                      description: The pod's name.
+                      returned: success
+                      type: str
+                    container:
+                      description: The container (null when read from a `kubectl get pods` table).
+                      returned: success
+                      type: str
+                    restarts:
+                      description: 'How often it restarted: the highest N of its N.log files (the kubelet names
+                        a container''s log after its restart count).'
                       returned: success
                       type: int
 """

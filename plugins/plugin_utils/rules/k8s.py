@@ -241,3 +241,26 @@ def operator_not_ready(ctx):
         {"operator": operator, "sources": _device_health(ctx).get("sources")},
         "Look at the pods of the states named (kubectl get pods -n gpu-operator: crash loops, image pulls) and "
         "their logs; GPUs are not offered to pods until the device plugin's state is ready.")]
+
+
+# a GPU stack container restarted this often is crash looping
+GPU_STACK_RESTARTS = 5
+
+
+@rule("scheduling.k8s_gpu_stack_restarting", "scheduling", "warning",
+      "Pods of the GPU stack on the node (device plugin, feature discovery, operator validators, DCGM exporter) "
+      "keep restarting (critical for the device plugin: the node's GPUs are not offered while it is down)")
+def gpu_stack_restarting(ctx):
+    looping = [item for item in _device_health(ctx).get("restarting") or ()
+               if item.get("restarts", 0) >= GPU_STACK_RESTARTS]
+    if not looping:
+        return ()
+    plugin = any("device-plugin" in item["pod"] for item in looping)
+    return [ctx.finding(
+        None, "GPU stack pods restart over and over: %s" % ", ".join(
+            "%s%s %d times" % (item["pod"], "/%s" % item["container"] if item.get("container") else "",
+                               item["restarts"]) for item in looping[:5]),
+        {"restarting": looping[:16], "limit": GPU_STACK_RESTARTS},
+        "Read the previous container's log (kubectl logs --previous, or /var/log/pods on the node): a driver "
+        "or NVML that does not answer, a MIG layout the pod does not expect, a missing runtime class; fix it and "
+        "the pods settle.", severity="critical" if plugin else None)]

@@ -78,8 +78,9 @@ OPERATOR = "gpu-operator_gpu-operator-6855b5d55d-kkm7m_77aa"
 NFD = "gpu-operator_gpu-operator-node-feature-discovery-worker-cw8qz_88bb"
 
 
-def plugin_host(files, operator_log=None):
+def plugin_host(files, operator_log=None, extra_dirs=None):
     pods = [POD, NFD, "kube-system_coredns-1_9a"] + ([OPERATOR] if operator_log else [])
+    pods += [path.split("/")[4] for path in extra_dirs or () if path.count("/") == 4]
     dirs = {"/var/lib/kubelet/device-plugins": ["kubelet.sock"], "/var/log/pods": sorted(pods),
             "/var/log/pods/" + POD: ["nvidia-device-plugin"], "/var/log/pods/" + NFD: ["worker"],
             "/var/log/pods/%s/worker" % NFD: ["0.log"],
@@ -89,6 +90,7 @@ def plugin_host(files, operator_log=None):
     if operator_log:
         dirs.update({"/var/log/pods/" + OPERATOR: ["gpu-operator"], "/var/log/pods/%s/gpu-operator" % OPERATOR: ["0.log"]})
         contents["/var/log/pods/%s/gpu-operator/0.log" % OPERATOR] = operator_log
+    dirs.update(extra_dirs or {})
     return ReplayHost({"now": 0, "dirs": dirs, "commands": {}, "bins": {}, "files": contents})
 
 
@@ -108,6 +110,17 @@ def test_the_node_check_reads_the_operator_controllers_log_when_it_runs_there():
     health = k8s_sharing.collect_kubernetes(host, new_facts(), k8s_sharing.KubernetesOptions(), 10)["device_health"]
     assert health["operator"] == {"ready": False, "states_not_ready": ["state-device-plugin"], "steps_not_ready": 0}
     assert len(health["sources"]) == 2
+
+
+def test_restarts_are_read_from_the_kubelets_log_names():
+    gfd = "/var/log/pods/gpu-operator_gpu-feature-discovery-kwf5h_12ab"
+    host = plugin_host({"0.log": PLUGIN_LOG}, extra_dirs={
+        gfd: ["config", "gfd"], gfd + "/gfd": ["56.log", "57.log"], gfd + "/config": ["0.log"],
+        "/var/log/pods/%s/worker" % NFD: ["0.log", "1.log"]})
+    health = k8s_sharing.collect_kubernetes(host, new_facts(), k8s_sharing.KubernetesOptions(), 10)["device_health"]
+    assert health["restarting"] == [
+        {"pod": "gpu-feature-discovery-kwf5h", "container": "gfd", "restarts": 57},
+        {"pod": "gpu-operator-node-feature-discovery-worker-cw8qz", "container": "worker", "restarts": 1}]
 
 
 def test_no_device_plugin_pod_log_is_absent():

@@ -223,3 +223,26 @@ def test_corpus_operator_not_ready_is_a_warning_naming_the_states(corpus):
     assert finding["severity"] == "warning" and "state-device-plugin, state-dcgm-exporter, gpu-feature-discovery" in finding["summary"]
     facts["kubernetes"]["device_health"]["operator"] = {"ready": True, "states_not_ready": [], "steps_not_ready": 0}
     assert findings_of(facts, "scheduling.k8s_operator_not_ready") == []
+
+
+def test_a_device_plugin_crash_looping_is_critical_a_validator_a_warning():
+    facts = k8s_node(NO_SHARING, {"nvidia.com/gpu": 8})
+    facts["kubernetes"]["device_health"] = dict(k8s_inputs.new_device_health("absent"), restarting=[
+        {"pod": "nvidia-operator-validator-x1", "container": "plugin-validation", "restarts": 12},
+        {"pod": "nvidia-dcgm-exporter-q2", "container": "exporter", "restarts": 2}])
+    finding = only(facts, "scheduling.k8s_gpu_stack_restarting")
+    assert finding["severity"] == "warning" and "nvidia-operator-validator-x1/plugin-validation 12 times" in finding["summary"]
+    facts["kubernetes"]["device_health"]["restarting"].append(
+        {"pod": "nvidia-device-plugin-daemonset-7", "container": "nvidia-device-plugin", "restarts": 6})
+    assert only(facts, "scheduling.k8s_gpu_stack_restarting")["severity"] == "critical"
+
+
+@pytest.mark.corpus
+def test_corpus_feature_discovery_crash_loop_from_the_pods_table(corpus):
+    text = corpus.read_realdata(
+        "kubectl_pod-rejected-allocate-failed-no-healthy-mig-devices_gpu-operator-gfd-crashloop_issue-quote.txt")
+    facts = k8s_node(NO_SHARING, {"nvidia.com/gpu": 8})
+    facts["kubernetes"]["device_health"] = dict(k8s_inputs.new_device_health("read"),
+                                                restarting=k8s_inputs.restarting_from_pods(text))
+    finding = only(facts, "scheduling.k8s_gpu_stack_restarting")
+    assert finding["severity"] == "warning" and "gpu-feature-discovery-kwf5h 57 times" in finding["summary"]
