@@ -74,6 +74,12 @@ PATTERNS = (
     ("oom_killed", re.compile(r"^[\w@.:\\-]+: (?:A process of this unit has been killed by the OOM killer"
                               r"|Failed with result 'oom-kill')\.?$")),
 )
+# A word every pattern's match contains: a message without any is no failure, and most messages of a busy
+# service are none, so the patterns run only on the few that have one.
+_ANY_KIND = re.compile("|".join(re.escape(word) for word in (
+    "cuda", "nccl", "ecc error", "memory", "oom", "resource_exhausted", "traceback", "cudnn", "assert", "kv cache is",
+    "in kv cache", "gpu blocks", "timeout", "timed out", "time out", "time-out", "cublas", "kernel image",
+    "busy or unavailable", "forward compat", "driver version")))  # searched in the message in lower case
 # Lines that follow from a failure already counted, or say themselves that they are none: TensorFlow's BFC
 # allocator retrying ("not a failure"), an InfiniBand flush after the queue pair failed (status 5), NCCL's
 # explanation of the error code on the line before, and its proxy threads passing the error on.
@@ -177,7 +183,7 @@ def clip(text, limit=MESSAGE_LIMIT):
 
 def classify(message, kinds=KINDS):
     """The kind of a message among kinds (see PATTERNS), or None (also for a SECONDARY line)."""
-    if not message or SECONDARY.search(message):
+    if not message or not _ANY_KIND.search(message.lower()) or SECONDARY.search(message):
         return None
     for kind, pattern in PATTERNS:
         if kind in kinds and pattern.search(message):

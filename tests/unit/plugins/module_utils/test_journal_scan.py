@@ -182,6 +182,8 @@ def test_each_kind_in_other_wordings(line, kind):
     "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.",
     "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
     "node-7:11:12 [0] NCCL INFO Using /dev/shm for the SHM transport",
+    "INFO 04-27 10:11:03 metrics.py:351] Avg prompt throughput: 0.0 tokens/s, GPU KV cache usage: 0.1%, CPU KV cache "
+    "usage: 0.0%.",
     "2021-06-11 15:49:39.798483: I tensorflow/stream_executor/cuda/cuda_dnn.cc:359] Loaded cuDNN version 8200",
 ])
 def test_lines_that_follow_a_failure_or_say_they_are_none_count_nothing(line):
