@@ -16,7 +16,7 @@ import re
 
 from ansible_collections.gpufleet.core.plugins.module_utils import simple_yaml
 from ansible_collections.gpufleet.core.plugins.module_utils.k8s_sharing import (
-    RESOURCE_PREFIX, nvidia_labels, parse_config_text, resources_from_node)
+    nvidia_labels, parse_config_text, resources_from_node)
 
 MAX_EVENTS = 64
 # an nvidia.com/* resource name, not the full stop of the sentence it ends
@@ -240,10 +240,6 @@ def pods_not_running(text):
             found.append({"name": row.group("name"), "ready": "%s/%s" % (row.group("ready"), row.group("want")),
                           "status": row.group("status"), "restarts": int(row.group("restarts"))})
     return found
-
-
-def nvidia_resources(mapping):
-    return dict((key, value) for key, value in (mapping or {}).items() if str(key).startswith(RESOURCE_PREFIX))
 
 
 # ---------------------------------------------------------------- collection: the device plugin's own log

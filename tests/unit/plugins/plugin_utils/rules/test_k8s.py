@@ -5,13 +5,16 @@ import copy
 
 import pytest
 
+from ansible_collections.gpufleet.core.plugins.module_utils import k8s_inputs
 from ansible_collections.gpufleet.core.plugins.module_utils.k8s_sharing import parse_config_text
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import diagnose_fleet
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.k8s import expected_resources
 from tests.support.rule_builders import findings_of, healthy_node, only, policy
 from tests.support.k8s_samples import MIXED_MIG, MPS, NO_SHARING, TIME_SLICING
 
-K8S_RULES = ("scheduling.k8s_allocatable_mismatch", "scheduling.k8s_sharing_policy", "scheduling.k8s_sharing_skew")
+K8S_RULES = ("scheduling.k8s_allocatable_mismatch", "scheduling.k8s_sharing_policy", "scheduling.k8s_sharing_skew",
+             "scheduling.k8s_device_unhealthy", "scheduling.k8s_admission_rejected", "scheduling.k8s_operator_not_ready",
+             "scheduling.k8s_gpu_stack_restarting")
 
 
 def k8s_node(config=TIME_SLICING, allocatable=None, gpus=8, labels=None):
@@ -82,6 +85,7 @@ def test_single_mig_strategy_from_the_label():
 def test_no_resources_read_is_no_finding():
     facts = k8s_node(TIME_SLICING)
     facts["kubernetes"]["resources"] = None
+    facts["kubernetes"]["device_health"] = k8s_inputs.new_device_health("absent")
     assert [finding for finding in findings_of(facts) if finding["rule"] in K8S_RULES] == []
 
 
@@ -135,8 +139,6 @@ def test_nodes_without_a_config_are_left_out_of_the_comparison():
 
 
 # ---------------------------------------------------------------- what the device plugin's log says
-
-from ansible_collections.gpufleet.core.plugins.module_utils import k8s_inputs  # noqa: E402
 
 
 def with_device_health(facts, text):

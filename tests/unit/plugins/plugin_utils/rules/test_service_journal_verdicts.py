@@ -8,8 +8,7 @@ import pytest
 from ansible_collections.gpufleet.core.plugins.module_utils import journal_scan
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.workload import oom_reading
 from tests.support.rule_builders import findings_of, only
-from tests.unit.plugins.plugin_utils.rules.test_workload_health import (
-    UNIT, node_with, process_on, running, share_gpu0)
+from tests.unit.plugins.plugin_utils.rules.test_workload_health import node_with, process_on, running, share_gpu0
 
 
 def journal_of(text):
