@@ -136,10 +136,10 @@ def arch_detail(text):
     detail = {}
     match = _ARCH.search(text)
     if match:
-        detail["gpu_name"], detail["gpu_arch"] = match.group(1).strip()[-80:], match.group(2)
+        detail["gpu_name"], detail["gpu_arch"] = match.group(1).strip()[-FIELD_LIMIT:], match.group(2)
     build = _BUILD_ARCHS.search(text)
     if build:
-        detail["build_archs"] = build.group(1).split()
+        detail["build_archs"] = build.group(1).split()[:32]
     return detail
 
 
@@ -152,9 +152,13 @@ def driver_detail(text):
     return detail
 
 
+FIELD_LIMIT = 120
+
+
 def _first(pattern, text):
+    """The first group of pattern's first match, at most FIELD_LIMIT characters (host text is data)."""
     match = pattern.search(text)
-    return match.group(1) if match else None
+    return match.group(1)[:FIELD_LIMIT] if match else None
 
 
 def nccl_detail(text, first_line):
@@ -169,7 +173,7 @@ def nccl_detail(text, first_line):
         detail["vendor_error"] = int(vendor) if vendor is not None else None
     cuda = _CUDA_FAILURE.search(text)
     if cuda:
-        detail["cuda_error"] = (cuda.group(1) or cuda.group(2)).strip()[:120]
+        detail["cuda_error"] = (cuda.group(1) or cuda.group(2)).strip()[:FIELD_LIMIT]
     if "/dev/shm" in text:
         detail["resource"] = "shm"
     elif "out of memory" in (detail.get("cuda_error") or ""):

@@ -344,3 +344,9 @@ def test_an_nccl_cuda_failure_on_out_of_memory_is_a_resource_failure():
             "Cuda failure 'out of memory'\n")
     assert _kinds(text) == {"nccl_resource": 1}
     assert scan_log(text)["details"]["nccl_resource"]["resource"] == "gpu_memory"
+
+
+def test_what_a_detail_keeps_of_host_text_is_bounded():
+    text = "h:1:2 [0] net.cc:1 NCCL WARN Net : Connection closed by remote peer %s<1>\n" % ("p" * 1000)
+    detail = scan_log(text)["details"]["nccl_network"]
+    assert detail["peer"] == "p" * failure_detail.FIELD_LIMIT
