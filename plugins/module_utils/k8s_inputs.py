@@ -19,6 +19,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.k8s_sharing import (
     nvidia_labels, parse_config_text, resources_from_node)
 
 MAX_EVENTS = 64
+FIELD_LIMIT = 120
 # an nvidia.com/* resource name, not the full stop of the sentence it ends
 RESOURCE = r"nvidia\.com/[\w.+-]*[\w+]"
 
@@ -170,14 +171,14 @@ def device_events(text):
         for pattern in (_MARKED, _MARKED_OLD):
             marked = pattern.search(line)
             if marked:
-                device = marked.group("device")
+                device = marked.group("device")[:FIELD_LIMIT]
                 if device not in state:
                     order.append(device)
-                state[device] = (marked.group("resource"), marked.group("state"))
+                state[device] = (marked.group("resource")[:FIELD_LIMIT], marked.group("state"))
                 break
         xid = _XID.search(line)
         if xid:
-            xids[xid.group("device")] = int(xid.group("xid"))
+            xids[xid.group("device")[:FIELD_LIMIT]] = int(xid.group("xid"))
         admission = _ADMISSION.search(line)
         if admission and len(failures) < MAX_EVENTS:
             failures.append(_admission(admission.group("reason")))
@@ -207,7 +208,7 @@ def operator_status(text):
                 message = str(record.get("msg") or "")
         not_ready = _STATES_NOT_READY.search(message)
         if not_ready:
-            ready, states = False, not_ready.group(1).split()
+            ready, states = False, [state[:FIELD_LIMIT] for state in not_ready.group(1).split()[:MAX_EVENTS]]
         elif "ClusterPolicy step wasn't ready" in message:
             steps += 1
             ready = False

@@ -226,3 +226,8 @@ def test_corpus_pod_asking_two_shared_gpus(corpus):
     ))["admission_failures"]
     assert (failure["kind"], failure["resources"], failure["requested"], failure["limit"]) == (
         "shared_request_too_large", ["nvidia.com/gpu"], 2, 1)
+
+
+def test_host_text_kept_of_the_plugins_log_is_bounded():
+    events = k8s_inputs.device_events("'nvidia.com/gpu' device marked unhealthy: GPU-%s" % ("a" * 500))
+    assert len(events["unhealthy"][0]["device"]) == k8s_inputs.FIELD_LIMIT
