@@ -25,7 +25,7 @@ MAX_CONFIG_BYTES = 256 * 1024
 
 def new_kubernetes():
     return {"node": False, "node_name": None, "status": "not_a_node", "sharing": None,
-            "resources": None, "labels": {}, "errors": []}
+            "resources": None, "labels": {}, "device_health": None, "errors": []}
 
 
 # ---------------------------------------------------------------- the device plugin's config
@@ -272,6 +272,9 @@ def collect_kubernetes(host, facts, options, timeout):
             kubernetes["resources"] = resources_from_checkpoint(checkpoint)
         elif _exists(host, KUBELET_CHECKPOINT):
             _error(kubernetes, "read %s" % KUBELET_CHECKPOINT, "the file is there but cannot be read (permission)")
+    # imported here: k8s_inputs reads this module's parsers
+    from ansible_collections.gpufleet.core.plugins.module_utils.k8s_inputs import read_device_health
+    kubernetes["device_health"] = read_device_health(host)
     kubernetes["status"] = "partial" if kubernetes["errors"] else "complete"
     for error in kubernetes["errors"]:
         facts["errors"].append({"gpu": None, "call": error["call"], "reason": error["reason"], "code": None})

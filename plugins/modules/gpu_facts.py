@@ -105,9 +105,7 @@ options:
     default: 20
   kernel_log_source:
     description:
-      - Where kernel log events (Xid, fallen off the bus, API mismatch, NVSwitch errors (SXid), and the host's own
-        messages - PCIe AER errors and limited links, machine checks and EDAC memory errors, hung tasks, soft
-        lockups, kernel panics, GPU initialisation failures, crashes in GPU libraries, OOM kills) are read from.
+      - Where kernel log events (Xid, fallen off the bus, API mismatch, NVSwitch errors (SXid)) are read from.
       - V(auto) uses C(journalctl -k), then C(dmesg). V(files) reads O(kernel_log_files).
     type: str
     choices: [auto, journalctl, dmesg, files]
@@ -116,7 +114,7 @@ options:
     description:
       - Log files to read when O(kernel_log_source=files), for example C(/var/log/kern.log) or a saved C(dmesg).
       - Read are classic syslog lines, ISO 8601 times with or without a zone, C(YYYY-MM-DD HH:MM:SS,mmm), RFC 5424,
-        C(dmesg --ctime), C(dmesg --decode), raw C(dmesg), C(/dev/kmsg) and pstore records; NVRM lines in any other format
+        C(dmesg --ctime), C(dmesg --decode), raw C(dmesg) and C(/dev/kmsg) records; NVRM lines in any other format
         are counted in C(kernel_log.unplaced_lines) with an entry in C(errors).
     type: list
     elements: path
@@ -334,7 +332,10 @@ ansible_facts:
         and bmc.sel.open_before_window; the host''s own kernel messages to kernel_events (kinds pcie_aer, pcie_aer_unrecovered,
         pcie_link_limited, memory_error, machine_check, hung_task, soft_lockup, kernel_panic, init_failed, gsp_rpc_rate_limited,
         segfault, with their fields), kernel_log.oom_kills (every OOM kill of the window, named or not, with the
-        pod, container or unit its cgroup names), host_pressure.vmstat_since_boot and the avg300 averages of pressure.'
+        pod, container or unit its cgroup names), host_pressure.vmstat_since_boot and the avg300 averages of pressure;
+        workload journal kinds (framework out-of-memory of every framework, CUDA runtime errors, cuDNN mismatches,
+        NCCL failures by cause) and details (what those messages say in numbers); kubernetes.device_health (the
+        device plugin''s log: devices marked unhealthy, pods rejected at admission).'
       returned: always
       type: dict
       contains:
@@ -1701,7 +1702,12 @@ ansible_facts:
                       type: dict
                       contains:
                         cuda_oom:
-                          description: '''CUDA out of memory'', CUBLAS_STATUS_ALLOC_FAILED, cudaErrorMemoryAllocation.'
+                          description: 'Framework out-of-memory errors: PyTorch ''CUDA out of memory'' (every layout),
+                            CUBLAS_STATUS_ALLOC_FAILED, TensorFlow ResourceExhaustedError / OOM when allocating
+                            tensor, JAX/XLA RESOURCE_EXHAUSTED, CUDA_ERROR_OUT_OF_MEMORY, TensorRT ''Error Code
+                            2: OutOfMemory'', Triton/TensorRT-LLM cudaMalloc out of memory, vLLM KV cache too small
+                            at start-up (since 1.5: all but the PyTorch ones). TensorFlow''s BFC allocator ''not
+                            a failure'' warnings are not counted.'
                           returned: always
                           type: dict
                           contains:
@@ -1831,8 +1837,9 @@ ansible_facts:
                                   returned: success
                                   type: str
                         nccl_error:
-                          description: NCCL errors (NCCL error, NCCL WARN, ncclSystemError ...; ProcessGroupNCCL
-                            exceptions).
+                          description: Other NCCL errors (NCCL error, NCCL WARN, ncclSystemError ...; ProcessGroupNCCL
+                            exceptions); since 1.5 the ones of a known cause are counted under nccl_network, nccl_resource
+                            or nccl_cuda.
                           returned: always
                           type: dict
                           contains:
@@ -1961,12 +1968,461 @@ ansible_facts:
                                   description: 'The message: printable characters only, at most 300 (then ''...'').'
                                   returned: success
                                   type: str
+                        cuda_ecc:
+                          description: CUDA 'uncorrectable ECC error encountered' (code 39), from the job or its
+                            NCCL watchdog. Added in 1.5.
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        cuda_driver_insufficient:
+                          description: '''CUDA driver version is insufficient for CUDA runtime version'' (code 35),
+                            in every runtime''s wording. Added in 1.5.'
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        cuda_forward_compat:
+                          description: '''forward compatibility was attempted on non supported HW'' (Error 804).
+                            Added in 1.5.'
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        cuda_devices_busy:
+                          description: '''CUDA-capable device(s) is/are busy or unavailable'' (code 46; the old
+                            ''all CUDA-capable devices are busy''). Added in 1.5.'
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        cuda_no_kernel_image:
+                          description: '''no kernel image is available for execution on the device'', and PyTorch''s
+                            ''CUDA capability sm_XX is not compatible'' warning. Added in 1.5.'
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        cudnn_mismatch:
+                          description: cuDNN runtime against compiled version (TensorFlow/XLA 'Loaded runtime CuDNN
+                            library', PyTorch and Caffe2 mismatch wordings). Added in 1.5.
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        device_side_assert:
+                          description: '''device-side assert triggered'' and the kernel''s ''Assertion ... failed''
+                            lines. Added in 1.5.'
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        nccl_network:
+                          description: 'NCCL network or peer failures: InfiniBand/RoCE completion errors, ''remote
+                            process exited or there was a network error'', socket calls failed or closed by the
+                            peer (also an NCCL error whose following lines say so). Added in 1.5.'
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        nccl_resource:
+                          description: 'NCCL failing on a local resource: ''Cuda failure ''out of memory'''', /dev/shm
+                            too small, ibv_* ''Cannot allocate memory''. Added in 1.5.'
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                        nccl_cuda:
+                          description: NCCL 'unhandled cuda error' with the CUDA error it carries (detail.cuda_error).
+                            Added in 1.5.
+                          returned: always
+                          type: dict
+                          contains:
+                            count:
+                              description: Entries of this kind in the window.
+                              returned: success
+                              type: int
+                            first:
+                              description: The first such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
+                            last:
+                              description: The last such entry; null when none.
+                              returned: always
+                              type: dict
+                              contains:
+                                time:
+                                  description: ISO 8601 UTC time of the journal entry (__REALTIME_TIMESTAMP).
+                                  returned: success
+                                  type: str
+                                pid:
+                                  description: _PID of the entry.
+                                  returned: success
+                                  type: int
+                                message:
+                                  description: 'The message: printable characters only, at most 300 (then ''...'').'
+                                  returned: success
+                                  type: str
                     cuda_oom_gpus:
                       description: GPU indexes named in the CUDA out-of-memory messages ('GPU 0'), as the process
                         numbered them (CUDA_VISIBLE_DEVICES applies).
                       returned: always
                       type: list
                       elements: int
+                    details:
+                      description: 'Per kind of matches (the keys of matches), what its messages say in numbers:
+                        memory figures of an out-of-memory (allocated against reserved, other processes), both versions
+                        of a cuDNN mismatch, the GPU architecture a build lacks, an NCCL failure''s peer, status
+                        and the CUDA error it carries; see $defs/journal_failure_detail in the schema. Kinds whose
+                        messages give nothing are absent. Added in 1.5.'
+                      returned: always
+                      type: dict
                 frameworks:
                   description: Frameworks of the service's interpreter, from a probe run as its user (bounded by
                     command_timeout).
@@ -2832,6 +3288,120 @@ ansible_facts:
                   description: 'Why: ipmitool''s message (a password never appears), a timeout, a missing program.'
                   returned: success
                   type: str
+            device_health:
+              description: 'The device plugin''s log: devices marked unhealthy, recovered, pods rejected at admission;
+                null when the host is no node. Added in 1.5.'
+              returned: always
+              type: dict
+              contains:
+                status:
+                  description: 'read; partial (a log file could not be read); absent (neither device plugin nor
+                    GPU Operator controller pod logs under /var/log/pods on this node: restarting is still read);
+                    not_read. One of: read, partial, absent, not_read.'
+                  returned: success
+                  type: str
+                sources:
+                  description: The log files read (/var/log/pods/<namespace>_<pod>_<uid>/<container>/N.log of the
+                    nvidia-device-plugin pods and of the GPU Operator's controller).
+                  returned: always
+                  type: list
+                  elements: str
+                unhealthy:
+                  description: 'Devices the plugin marked unhealthy (''<resource>'' device marked unhealthy: <id>)
+                    and not healthy again since, at most 64.'
+                  returned: always
+                  type: list
+                  elements: dict
+                  contains:
+                    resource:
+                      description: The resource (nvidia.com/gpu, nvidia.com/mig-1g.5gb).
+                      returned: success
+                      type: str
+                    device:
+                      description: The device id (GPU or MIG UUID).
+                      returned: success
+                      type: str
+                    xid:
+                      description: The Xid the plugin gave as the reason (XidCriticalError), null when it gave none.
+                      returned: success
+                      type: int
+                recovered:
+                  description: Devices marked unhealthy and then healthy again.
+                  returned: always
+                  type: list
+                  elements: str
+                admission_failures:
+                  description: '''Allocate failed due to ...'' (UnexpectedAdmissionError) in the text read, at most
+                    64.'
+                  returned: always
+                  type: list
+                  elements: dict
+                  contains:
+                    kind:
+                      description: 'unhealthy_devices: ''no healthy devices present; cannot allocate unhealthy devices'';
+                        shared_request_too_large: a pod asked more replicas of a shared resource than failRequestsGreaterThanOne
+                        allows; other. One of: unhealthy_devices, shared_request_too_large, other.'
+                      returned: success
+                      type: str
+                    resources:
+                      description: The nvidia.com/* resources it names.
+                      returned: always
+                      type: list
+                      elements: str
+                    requested:
+                      description: 'shared_request_too_large: what the pod asked for.'
+                      returned: success
+                      type: int
+                    limit:
+                      description: 'shared_request_too_large: the largest request allowed.'
+                      returned: success
+                      type: int
+                    reason:
+                      description: The reason as the kubelet gives it, at most 300 characters.
+                      returned: success
+                      type: str
+                operator:
+                  description: What the GPU Operator's controller log (its pod on this node, JSON or console encoding)
+                    says of the ClusterPolicy; null when the controller does not run on this node.
+                  returned: always
+                  type: dict
+                  contains:
+                    ready:
+                      description: False when the controller's last word on the ClusterPolicy is that it is not
+                        ready, true when it is, null when its log says neither.
+                      returned: success
+                      type: bool
+                    states_not_ready:
+                      description: The states it names as not ready (state-device-plugin, gpu-feature-discovery
+                        ...).
+                      returned: always
+                      type: list
+                      elements: str
+                    steps_not_ready:
+                      description: '"ClusterPolicy step wasn''t ready" lines (older console encoding).'
+                      returned: success
+                      type: int
+                restarting:
+                  description: Containers of the GPU stack on this node (pods of the gpu-operator namespace, nvidia-*,
+                    gpu-feature-discovery) that restarted, most restarts first, at most 32; read from /var/log/pods
+                    without kubectl.
+                  returned: always
+                  type: list
+                  elements: dict
+                  contains:
+                    pod:
+                      description: The pod's name.
+                      returned: success
+                      type: str
+                    container:
+                      description: The container (null when read from a `kubectl get pods` table).
+                      returned: success
+                      type: str
+                    restarts:
+                      description: 'How often it restarted: the highest N of its N.log files (the kubelet names
+                        a container''s log after its restart count).'
+                      returned: success
+                      type: int
 """
 # END GENERATED RETURN
 

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Driver-layer rules: kernel module vs library, CUDA needs, GPU support, pin, skew, fabric manager, persistence."""
+"""Driver-layer rules: kernel module vs library, CUDA needs, GPU support, pin, skew, fabric manager, persistence,
+and the CUDA stack mismatches a GPU service's journal shows (cuDNN, driver too old, forward compatibility)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -13,6 +14,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings impor
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.hardware import (
     events_in_window, gpus_by_bus, kernel_event_groups)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge import compare_versions, driver_branch
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.workload_health import (
+    frameworks_of, journal_detail, workload_services)
 
 FABRIC_MANAGER_SERVICE = "fabricmanager"
 
@@ -579,3 +582,71 @@ def _duration(seconds):
     if seconds < 172800:
         return "%d h %d min" % (seconds // 3600, seconds % 3600 // 60)
     return "%d days" % (seconds // 86400)
+
+
+# ---------------------------------------------------------------- what the GPU services' journals say
+
+def _service_runtime_cuda(service):
+    """The CUDA runtime the service's frameworks were built for ("12.4"), or None."""
+    versions = sorted({package.get("cuda") for package in frameworks_of(service) if package.get("cuda")})
+    return versions[-1] if versions else None
+
+
+def _cudnn_mismatch(ctx, service, detail):
+    runtime, compiled = detail.get("runtime_version"), detail.get("compiled_version")
+    return ("%s loads cuDNN %s but its framework was built against cuDNN %s" % (
+                service["unit"], runtime or "(version not in the message)", compiled or "(version not in the message)"),
+            "Give the service the cuDNN its framework was built with (%s, same major version, equal or newer minor): "
+            "install it in the image or environment, or take the older cuDNN out of LD_LIBRARY_PATH so the "
+            "framework loads the one it bundles. The node is healthy." % (compiled or "the build's"))
+
+
+def _driver_insufficient(ctx, service, detail):
+    driver = (ctx.facts.get("driver") or {})
+    version = driver.get("version") or detail.get("driver_version")
+    driver_cuda = driver.get("cuda_driver_version") or detail.get("driver_cuda_version")
+    runtime = _service_runtime_cuda(service)
+    needed = ctx.knowledge.cuda_min_driver(runtime) if runtime and ctx.knowledge is not None else None
+    return ("%s: the driver (%s, CUDA %s) is older than the CUDA runtime the service was built for (%s)" % (
+                service["unit"], version or "version unknown", driver_cuda or "unknown",
+                "CUDA %s" % runtime if runtime else "its version is not in the message nor in the frameworks probe"),
+            "Upgrade the driver to %s, or run a build of the service for CUDA %s or older (its image or "
+            "environment)." % ("%s or newer" % needed if needed else "one that supports the service's CUDA runtime",
+                               driver_cuda or "the driver's"))
+
+
+def _forward_compat(ctx, service, detail):
+    version = (ctx.facts.get("driver") or {}).get("version") or detail.get("driver_version")
+    names = sorted({gpu.get("name") for gpu in ctx.gpus if gpu.get("name")})
+    return ("%s uses CUDA forward compatibility (the cuda-compat libraries) on %s, which does not support it, with "
+            "driver %s" % (service["unit"], ", ".join(names) or "a GPU", version or "version unknown"),
+            "Forward compatibility works on data-centre GPUs only: take the cuda-compat libraries out of the "
+            "service's LD_LIBRARY_PATH (or its image) so the driver's own libcuda is used, and upgrade the host "
+            "driver if the service needs a newer CUDA than driver %s supports." % (version or "this"))
+
+
+CUDA_STACK_KINDS = (("cudnn_mismatch", _cudnn_mismatch), ("cuda_driver_insufficient", _driver_insufficient),
+                    ("cuda_forward_compat", _forward_compat))
+
+
+@rule("driver.cuda_stack_mismatch", "driver", "warning",
+      "A GPU service's journal shows its CUDA stack does not match the host: cuDNN older than its build, a driver "
+      "too old for its CUDA runtime (error 35), CUDA forward compatibility on a GPU without it (error 804)")
+def cuda_stack_mismatch(ctx):
+    findings = []
+    for service in workload_services(ctx.facts):
+        matches = (service.get("journal") or {}).get("matches") or {}
+        for kind, describe in CUDA_STACK_KINDS:
+            match = matches.get(kind) or {}
+            if not match.get("count"):
+                continue
+            detail = journal_detail(service, kind)
+            summary, action = describe(ctx, service, detail)
+            last = match.get("last") or {}
+            findings.append(ctx.finding(
+                None, summary,
+                {"service": service["unit"], "kind": kind, "count": match["count"], "message_says": detail,
+                 "driver_version": (ctx.facts.get("driver") or {}).get("version"),
+                 "runtime_cuda": _service_runtime_cuda(service),
+                 "last": "%s %s" % (last.get("time") or "", last.get("message") or "")}, action))
+    return findings

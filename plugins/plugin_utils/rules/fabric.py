@@ -130,3 +130,40 @@ def sxid_errors(ctx):
         evidence = _evidence(ctx, info, bus, counted, fatal, joined, down)
         findings.append(ctx.finding(None, _summary(evidence), evidence, info["action"], severity=info["severity"]))
     return findings
+
+
+# ---------------------------------------------------------------- NCCL's network failures in the services' journals
+
+@rule("hardware.nccl_network", "hardware", "warning",
+      "A GPU service's NCCL lost its network or a peer: an InfiniBand/RoCE completion error is critical for the "
+      "path it names (transport retries exceeded: link, cable, switch or the peer host); a peer that exited or a "
+      "socket closed is a warning")
+def nccl_network(ctx):
+    findings = []
+    for service in (ctx.facts.get("workload") or {}).get("services") or ():
+        journal = service.get("journal") or {}
+        match = ((journal.get("matches") or {}).get("nccl_network")) or {}
+        if not match.get("count"):
+            continue
+        detail = (journal.get("details") or {}).get("nccl_network") or {}
+        transport = detail.get("cause") == "ib_completion_error"
+        peer = detail.get("peer")
+        last = match.get("last") or {}
+        findings.append(ctx.finding(
+            None,
+            "%s: NCCL %s%s%s (%d in the window)" % (
+                service.get("unit"),
+                "InfiniBand/RoCE completion error status %s (vendor error %s)" % (
+                    detail.get("ib_status"), detail.get("vendor_error")) if transport
+                else "lost a peer or its network connection",
+                " with peer %s" % peer if peer else "",
+                " seen on %s" % detail["reporter"] if detail.get("reporter") else "", match["count"]),
+            {"service": service.get("unit"), "count": match["count"], "message_says": detail,
+             "peer": peer, "last": "%s %s" % (last.get("time") or "", last.get("message") or "")},
+            ("Check the fabric path between this host and %s: the HCA port's state and error counters (ibstat, "
+             "perfquery), the cable and the switch port; status 12 means the transport gave up retrying." % (
+                 peer or "the peer") if transport else
+             "Find out whether %s crashed (its own journal, OOM kills, Xids) or the network failed (link flaps, "
+             "HCA counters on both hosts) before restarting the job." % (peer or "the peer rank's host")),
+            severity="critical" if transport else None))
+    return findings

@@ -809,3 +809,29 @@ def vbios_mismatch(ctx):
                     {"vbios_version": gpu["vbios_version"], "host_versions": dict(versions), "reference": reference},
                     "Update the VBIOS to match the other GPUs (vendor firmware bundle) at the next maintenance."))
     return findings
+
+
+# ---------------------------------------------------------------- what the GPU services' journals say
+
+@rule("hardware.cuda_ecc_reported", "hardware", "critical",
+      "A GPU service's CUDA runtime reported an uncorrectable ECC error (code 39), in the job or its NCCL watchdog")
+def cuda_ecc_reported(ctx):
+    findings = []
+    for service in (ctx.facts.get("workload") or {}).get("services") or ():
+        match = (((service.get("journal") or {}).get("matches") or {}).get("cuda_ecc")) or {}
+        if not match.get("count"):
+            continue
+        gpus = sorted({process.get("gpu_index") for process in service.get("processes") or ()
+                       if process.get("gpu_index") is not None})
+        last = match.get("last") or {}
+        findings.append(ctx.finding(
+            None,
+            "%s hit an uncorrectable ECC error on GPU memory (%d messages in the window; the job and its NCCL "
+            "watchdog report the same fault)%s" % (service.get("unit"), match["count"],
+                                                  ", its GPUs: %s" % ", ".join(map(str, gpus)) if gpus else ""),
+            {"service": service.get("unit"), "count": match["count"], "gpus": gpus,
+             "last": "%s %s" % (last.get("time") or "", last.get("message") or "")},
+            "Drain the host and find the GPU: its Xid 48/63/94/95, volatile uncorrectable ECC counts and row "
+            "remapping (nvidia-smi -q -d ECC,ROW_REMAPPER); reset it once idle, RMA it when remapping failed or "
+            "the errors come back."))
+    return findings

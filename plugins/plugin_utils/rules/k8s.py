@@ -120,6 +120,65 @@ def sharing_policy(ctx):
         "sharing.mode if sharing is intended." % wanted.replace("_", " "))]
 
 
+def _device_health(ctx):
+    return ((_kubernetes(ctx.facts) or {}).get("device_health")) or {}
+
+
+def _fewer_allocatable(kubernetes, resource):
+    resources = kubernetes.get("resources") or {}
+    capacity, allocatable = resources.get("capacity") or {}, resources.get("allocatable") or {}
+    return resource in capacity and allocatable.get(resource, 0) < capacity[resource]
+
+
+@rule("scheduling.k8s_device_unhealthy", "scheduling", "warning",
+      "The device plugin marked GPUs (or MIG devices) unhealthy, or pods were rejected for lack of healthy "
+      "devices (critical when the unhealthy devices are gone from what the node can allocate or pods were "
+      "rejected: rejected pods are never retried)")
+def device_unhealthy(ctx):
+    health = _device_health(ctx)
+    kubernetes = _kubernetes(ctx.facts) or {}
+    unhealthy = health.get("unhealthy") or []
+    rejected = [item for item in health.get("admission_failures") or () if item.get("kind") == "unhealthy_devices"]
+    if not unhealthy and not rejected:
+        return ()
+    resources = sorted({item["resource"] for item in unhealthy} | {name for item in rejected for name in item["resources"]})
+    lost = [name for name in resources if _fewer_allocatable(kubernetes, name)]
+    devices = ", ".join("%s%s" % (item["device"], " (Xid %s)" % item["xid"] if item.get("xid") is not None else "")
+                        for item in unhealthy[:8])
+    return [ctx.finding(
+        None,
+        "Node %s: %s%s" % (kubernetes.get("node_name"),
+                           "the device plugin marked %d devices unhealthy: %s" % (len(unhealthy), devices)
+                           if unhealthy else "pods were rejected: no healthy %s" % ", ".join(resources),
+                           "; %d pods rejected at admission" % len(rejected) if rejected and unhealthy else ""),
+        {"unhealthy": unhealthy[:16], "recovered": health.get("recovered") or [], "admission_failures": rejected[:8],
+         "resources": resources, "fewer_allocatable": lost, "sources": health.get("sources")},
+        "Look at the GPU behind each device (its Xids and hardware findings); the device plugin does not take a "
+        "device back by itself on every version: restart the plugin pod once the GPU is healthy (reset or "
+        "replaced), and resubmit the rejected pods.",
+        severity="critical" if rejected or lost else None)]
+
+
+@rule("scheduling.k8s_admission_rejected", "scheduling", "warning",
+      "Pods were rejected at admission for their request (more replicas of a shared GPU than "
+      "failRequestsGreaterThanOne allows, or another device plugin refusal)")
+def admission_rejected(ctx):
+    rejected = [item for item in _device_health(ctx).get("admission_failures") or ()
+                if item.get("kind") != "unhealthy_devices"]
+    if not rejected:
+        return ()
+    first = rejected[0]
+    return [ctx.finding(
+        None,
+        "%d pods rejected at admission: %s" % (len(rejected), "asked for %s x%s where a shared resource allows %s" % (
+            ", ".join(first["resources"]), first["requested"], first["limit"])
+            if first["kind"] == "shared_request_too_large" else first["reason"]),
+        {"admission_failures": rejected[:8]},
+        "A job asks for more than the device plugin hands out: with shared GPUs a pod gets one replica (ask for "
+        "nvidia.com/gpu: 1, or unset failRequestsGreaterThanOne knowing the replicas share one GPU); the node is "
+        "healthy.")]
+
+
 def sharing_signature(facts):
     """What must agree across a group: the strategy, replicas per resource, renaming, request limit, MIG
     strategy; None for a host that is no Kubernetes node or whose config was not found."""
@@ -166,3 +225,42 @@ def _describe(signature):
         return "no sharing"
     replicas = ", ".join("%s x%s" % (name, count) for name, count in data["replicas"])
     return "%s %s%s" % (data["strategy"].replace("_", " "), replicas, ", renamed" if data["rename_by_default"] else "")
+
+
+@rule("scheduling.k8s_operator_not_ready", "scheduling", "warning",
+      "The GPU Operator's controller says its ClusterPolicy is not ready: the states it names (device plugin, "
+      "feature discovery, validation ...) have not converged and the node's GPUs may not be schedulable")
+def operator_not_ready(ctx):
+    operator = _device_health(ctx).get("operator") or {}
+    if operator.get("ready") is not False:
+        return ()
+    states = operator.get("states_not_ready") or []
+    return [ctx.finding(
+        None, "The GPU Operator's ClusterPolicy is not ready%s" % (
+            ": %s" % ", ".join(states) if states else " (%d steps not ready)" % operator.get("steps_not_ready", 0)),
+        {"operator": operator, "sources": _device_health(ctx).get("sources")},
+        "Look at the pods of the states named (kubectl get pods -n gpu-operator: crash loops, image pulls) and "
+        "their logs; GPUs are not offered to pods until the device plugin's state is ready.")]
+
+
+# a GPU stack container restarted this often is crash looping
+GPU_STACK_RESTARTS = 5
+
+
+@rule("scheduling.k8s_gpu_stack_restarting", "scheduling", "warning",
+      "Pods of the GPU stack on the node (device plugin, feature discovery, operator validators, DCGM exporter) "
+      "keep restarting (critical for the device plugin: the node's GPUs are not offered while it is down)")
+def gpu_stack_restarting(ctx):
+    looping = [item for item in _device_health(ctx).get("restarting") or ()
+               if item.get("restarts", 0) >= GPU_STACK_RESTARTS]
+    if not looping:
+        return ()
+    plugin = any("device-plugin" in item["pod"] for item in looping)
+    return [ctx.finding(
+        None, "GPU stack pods restart over and over: %s" % ", ".join(
+            "%s%s %d times" % (item["pod"], "/%s" % item["container"] if item.get("container") else "",
+                               item["restarts"]) for item in looping[:5]),
+        {"restarting": looping[:16], "limit": GPU_STACK_RESTARTS},
+        "Read the previous container's log (kubectl logs --previous, or /var/log/pods on the node): a driver "
+        "or NVML that does not answer, a MIG layout the pod does not expect, a missing runtime class; fix it and "
+        "the pods settle.", severity="critical" if plugin else None)]

@@ -312,3 +312,50 @@ def restart_policy(ctx):
             "Give %s a restart policy (Restart=%s) with the restart_policy role, so a crashed worker comes back."
             % (unit, wanted.get("restart") or "on-failure")))
     return findings
+
+
+# ---------------------------------------------------------------- what an out-of-memory points at
+
+# reserved but unallocated memory at or above this share of the GPU (or of what is reserved) is fragmentation
+FRAGMENTATION_SHARE = 0.2
+
+
+def _mib(value):
+    return "%.0f MiB" % value
+
+
+def oom_reading(processes, detail=None):
+    """(points_at, action) of an out-of-memory, from the processes that shared its GPU and what the message
+    says (detail: journal_failure_detail). points_at names what the evidence supports: "model_size" and
+    "batch_or_input_size" for one process, "worker_count" and "model_copies" for several, "allocator_reserve"
+    when the allocator held far more than its tensors used, "kv_cache_config" for vLLM's KV cache."""
+    detail = detail or {}
+    several = processes >= 2 or (detail.get("other_processes") or 0) >= 1
+    points_at, actions = [], []
+    if detail.get("kv_cache_needed_mib") or detail.get("kv_cache_tokens") is not None:
+        points_at.append("kv_cache_config")
+        actions.append("vLLM's KV cache cannot hold one request at the model's max length: lower max_model_len, or "
+                       "raise gpu_memory_utilization when nothing else shares the GPU, or serve on more (tensor "
+                       "parallel) or larger GPUs.")
+    if several:
+        points_at += ["worker_count", "model_copies"]
+        actions.append("%s processes held memory on the GPU: run fewer workers per GPU (worker_limits), load one "
+                       "model copy per GPU, or cap each one's memory (per-process memory fraction, "
+                       "PYTORCH_CUDA_ALLOC_CONF); give each worker its own GPU or MIG slice."
+                       % (max(processes, 1 + (detail.get("other_processes") or 0))))
+    else:
+        points_at += ["model_size", "batch_or_input_size"]
+        actions.append("One process used the GPU: the job does not fit it. Reduce the model's size (quantise it, "
+                       "shard it over more GPUs), the batch size or the input size (sequence length, image size).")
+    requested, total = detail.get("requested_mib"), detail.get("total_mib")
+    if requested and total and requested >= total:
+        actions.append("It asked for %s at once, more than the GPU's %s: no setting of the allocator helps; the "
+                       "model or the input must shrink or be split." % (_mib(requested), _mib(total)))
+    allocated, reserved = detail.get("allocated_mib"), detail.get("reserved_mib")
+    if allocated is not None and reserved is not None and \
+            reserved - allocated >= FRAGMENTATION_SHARE * (total or reserved) and reserved - allocated > 0:
+        points_at.append("allocator_reserve")
+        actions.append("The allocator reserved %s while its tensors used %s: fragmentation; set "
+                       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (or max_split_size_mb) before shrinking the "
+                       "job." % (_mib(reserved), _mib(allocated)))
+    return points_at, " ".join(actions)

@@ -12,9 +12,11 @@ __metaclass__ = type
 from collections import Counter
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import declare_rule, rule
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.workload import compute_processes
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.workload import compute_processes, oom_reading
 
-FAILURE_KINDS = ("cuda_oom", "illegal_memory_access", "nccl_timeout", "nccl_error", "python_traceback")
+FAILURE_KINDS = ("cuda_oom", "illegal_memory_access", "nccl_timeout", "nccl_error", "python_traceback", "cuda_ecc",
+                 "cuda_driver_insufficient", "cuda_forward_compat", "cuda_devices_busy", "cuda_no_kernel_image",
+                 "cudnn_mismatch", "device_side_assert", "nccl_network", "nccl_resource", "nccl_cuda")
 ALLOC_VARIABLES = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
 
 
@@ -60,40 +62,171 @@ def _service_gpus(service, policy_service, gpus):
     return [index for index in (service.get("journal") or {}).get("cuda_oom_gpus") or () if index in known]
 
 
+def journal_detail(service, kind):
+    """What the service's messages of a kind say in numbers (journal details), {} when nothing."""
+    return (((service.get("journal") or {}).get("details")) or {}).get(kind) or {}
+
+
+def kernel_oom_kills(service):
+    """OOM-killer kills of the service: those the kernel log names, else systemd's own notes of them."""
+    kills = (service.get("oom_kills") or {}).get("count") or 0
+    return kills or _matches(service, "oom_killed").get("count") or 0
+
+
+def _oom_gpus(ctx, service):
+    """[(gpu, processes)] of the GPUs the service uses, with their compute processes."""
+    gpus = dict((gpu.get("index"), gpu) for gpu in ctx.gpus)
+    units = ctx.cached("units_by_pid", lambda c: _units_by_pid(c.facts))
+    wanted = policy_services(ctx.policy).get(service.get("unit"))
+    return [(gpus[index], _gpu_processes(gpus[index], units))
+            for index in _service_gpus(service, wanted, ctx.gpus) if index in gpus]
+
+
+def _oom_evidence(service, cuda_oom, kernel_oom, processes):
+    detail = journal_detail(service, "cuda_oom")
+    points_at, _action = oom_reading(processes, detail)
+    return {"service": service["unit"], "cuda_oom": cuda_oom, "kernel_oom_kills": kernel_oom,
+            "first": _line_text(_matches(service, "cuda_oom").get("first")),
+            "last": _line_text(_matches(service, "cuda_oom").get("last")),
+            "message_says": detail, "points_at": points_at}
+
+
 @rule("workload.oom_shared_gpu", "workload", "critical",
       "An out-of-memory (CUDA, or the kernel OOM killer) in the window of a service whose GPU several processes "
       "share")
 def oom_shared_gpu(ctx):
-    gpus = dict((gpu.get("index"), gpu) for gpu in ctx.gpus)
-    wanted = policy_services(ctx.policy)
-    units = _units_by_pid(ctx.facts)
     findings = []
     for service in workload_services(ctx.facts):
         cuda_oom = _matches(service, "cuda_oom").get("count") or 0
-        kernel_oom = (service.get("oom_kills") or {}).get("count") or 0
+        kernel_oom = kernel_oom_kills(service)
         if not cuda_oom and not kernel_oom:
             continue
-        shared = []
-        for index in _service_gpus(service, wanted.get(service.get("unit")), ctx.gpus):
-            processes = _gpu_processes(gpus[index], units) if index in gpus else []
-            if len(processes) >= 2:
-                shared.append((gpus[index], processes))
-        for gpu, processes in shared:
+        for gpu, processes in _oom_gpus(ctx, service):
+            if len(processes) < 2:
+                continue
             held = ", ".join("%s %s MiB" % (process["pid"], process["used_memory_mib"]) for process in processes[:8])
+            evidence = _oom_evidence(service, cuda_oom, kernel_oom, len(processes))
+            evidence.update({"processes": len(processes), "held": processes[:16],
+                             "used_mib": sum(process["used_memory_mib"] or 0 for process in processes),
+                             "total_mib": (gpu.get("memory") or {}).get("total_mib")})
             findings.append(ctx.finding(
                 gpu,
                 "%s ran out of memory in the window (%d CUDA out-of-memory messages, %d kernel OOM kills) while "
                 "%d processes share GPU %s (%s)" % (
                     service["unit"], cuda_oom, kernel_oom, len(processes), gpu.get("index"), held),
-                {"service": service["unit"], "cuda_oom": cuda_oom, "kernel_oom_kills": kernel_oom,
-                 "first": _line_text(_matches(service, "cuda_oom").get("first")),
-                 "last": _line_text(_matches(service, "cuda_oom").get("last")),
-                 "processes": len(processes), "held": processes[:16],
-                 "used_mib": sum(process["used_memory_mib"] or 0 for process in processes),
-                 "total_mib": (gpu.get("memory") or {}).get("total_mib")},
-                "Give each worker its own GPU or MIG slice, or run fewer workers per GPU (worker_limits) and cap "
-                "each one's memory; the processes listed held the memory when the facts were collected."))
+                evidence,
+                oom_reading(len(processes), journal_detail(service, "cuda_oom"))[1]
+                + " The processes listed held the memory when the facts were collected."))
     return findings
+
+
+HOST_MEMORY_ACTION = ("The OOM killer killed the service for host memory, not GPU memory: raise the unit's MemoryMax "
+                      "(or the container's memory limit) to what the job needs, or make it hold less (fewer "
+                      "dataloader workers, no dataset held in memory).")
+
+
+@rule("workload.out_of_memory", "workload", "warning",
+      "A service ran out of GPU memory in the window (a framework's out-of-memory error) while no other process "
+      "shared its GPU (several: workload.oom_shared_gpu), or systemd says the OOM killer hit it while the kernel "
+      "log names no kill of it (kills the kernel log names: workload.kernel_oom_kill)")
+def out_of_memory(ctx):
+    findings = []
+    for service in workload_services(ctx.facts):
+        cuda_oom = _matches(service, "cuda_oom").get("count") or 0
+        kernel_oom = kernel_oom_kills(service)
+        systemd_only = not cuda_oom and not (service.get("oom_kills") or {}).get("count") and kernel_oom
+        if not cuda_oom and not systemd_only:
+            continue
+        gpus = _oom_gpus(ctx, service)
+        if cuda_oom and any(len(processes) >= 2 for _gpu, processes in gpus):
+            continue  # workload.oom_shared_gpu
+        processes = max([len(found) for _gpu, found in gpus] or [0])
+        evidence = _oom_evidence(service, cuda_oom, kernel_oom, processes)
+        evidence.update({"gpus": [gpu.get("index") for gpu, _found in gpus], "processes": processes})
+        if systemd_only:
+            evidence["points_at"] = ["host_memory"]
+            findings.append(ctx.finding(
+                None, "%s was killed by the OOM killer %d times in the window (systemd's account; the kernel log "
+                      "names no kill of it)" % (service["unit"], kernel_oom), evidence, HOST_MEMORY_ACTION))
+            continue
+        framework = evidence["message_says"].get("framework")
+        findings.append(ctx.finding(
+            gpus[0][0] if len(gpus) == 1 else None,
+            "%s ran out of GPU memory in the window (%d %sout-of-memory errors)%s" % (
+                service["unit"], cuda_oom, framework + " " if framework else "",
+                " with %d process on its GPU" % processes if gpus else ""),
+            evidence, oom_reading(processes, evidence["message_says"])[1]))
+    return findings
+
+
+# kind -> (severity, what it is, what to do); the kinds other rules judge are not here: cuda_oom (the two
+# rules above), cuda_ecc (hardware.cuda_ecc_reported), nccl_network (hardware.nccl_network), cudnn_mismatch,
+# cuda_driver_insufficient and cuda_forward_compat (driver.cuda_stack_mismatch), oom_killed (with the kills)
+RUNTIME_FAILURES = {
+    "cuda_devices_busy": ("warning", "CUDA found the GPU busy or unavailable (cudaErrorDevicesUnavailable)",
+                          "Check the GPU's compute mode (Exclusive Process lets one process in) and stray processes "
+                          "holding it (nvidia-smi, fuser /dev/nvidia*); if it persists with no process on it, the GPU "
+                          "needs a reset (see the hardware layer)."),
+    "cuda_no_kernel_image": ("warning", "the framework build has no kernel for this GPU's architecture",
+                             "Install a build of the framework compiled for this GPU's architecture (the message "
+                             "names both); the node is healthy."),
+    "device_side_assert": ("info", "a CUDA kernel assertion failed (device-side assert)",
+                           "A bug or bad data in the job (an index or a label out of range), not the node: run it "
+                           "with CUDA_LAUNCH_BLOCKING=1 to find the operation."),
+    "illegal_memory_access": ("warning", "CUDA illegal memory accesses",
+                              "Usually the job's own kernels or a library bug; if several jobs fail this way on this "
+                              "GPU only, look at its Xid 13/31/43 and memory errors."),
+    "nccl_resource": ("warning", "NCCL failed on a local resource",
+                      "Give NCCL what it needs on this host: GPU memory (fewer processes or a smaller model per "
+                      "GPU), /dev/shm (a container's default 64 MB is too small: --shm-size or a memory-backed "
+                      "volume), locked memory for InfiniBand (ulimit -l unlimited / LimitMEMLOCK=infinity)."),
+    "nccl_cuda": ("warning", "NCCL failed on a CUDA error",
+                  "Read the CUDA error NCCL carries: an initialization error or invalid device points at the "
+                  "driver or CUDA_VISIBLE_DEVICES, an out of memory at the job's size."),
+    "nccl_timeout": ("warning", "NCCL collectives timed out (watchdog)",
+                     "A rank stalled or a link failed: look for the rank that did not arrive (its host's GPU, "
+                     "network and load) before raising the timeout."),
+    "nccl_error": ("warning", "NCCL errors without a named cause",
+                   "Run with NCCL_DEBUG=INFO to find the cause (a peer that crashed, the network, a resource); "
+                   "look at the other ranks' hosts."),
+    "python_traceback": ("info", "Python tracebacks", "Read the service's journal around the lines shown."),
+}
+
+
+@rule("workload.runtime_failure", "workload", "warning",
+      "A GPU service's journal shows CUDA or NCCL failures that are the job's or its configuration's (devices "
+      "busy, no kernel image for the GPU, device-side assert, illegal address, NCCL resource, CUDA, timeout or "
+      "other errors, Python tracebacks), each with its own severity")
+def runtime_failure(ctx):
+    findings = []
+    for service in workload_services(ctx.facts):
+        for kind, (severity, what, action) in sorted(RUNTIME_FAILURES.items()):
+            match = _matches(service, kind)
+            if not match.get("count") or _judged_elsewhere(service, kind):
+                continue
+            detail = journal_detail(service, kind)
+            findings.append(ctx.finding(
+                None, "%s: %s (%d in the window)%s" % (service["unit"], what, match["count"], _detail_text(detail)),
+                {"service": service["unit"], "kind": kind, "count": match["count"],
+                 "first": _line_text(match.get("first")), "last": _line_text(match.get("last")),
+                 "message_says": detail}, action, severity=severity))
+    return findings
+
+
+def _judged_elsewhere(service, kind):
+    """An NCCL failure on an uncorrectable ECC error is judged with the ECC error (hardware.cuda_ecc_reported)."""
+    return kind == "nccl_cuda" and "ECC" in (journal_detail(service, "nccl_cuda").get("cuda_error") or "")
+
+
+def _detail_text(detail):
+    if detail.get("gpu_arch"):
+        return ": %s is %s, the build has %s" % (detail.get("gpu_name"), detail["gpu_arch"],
+                                                 " ".join(detail.get("build_archs") or ()) or "other architectures")
+    if detail.get("cuda_error"):
+        return ": %s" % detail["cuda_error"]
+    if detail.get("resource"):
+        return ": %s" % detail["resource"]
+    return ""
 
 
 def _is_down(service):
