@@ -3426,7 +3426,7 @@ def load_pynvml():
     global pynvml  # pylint: disable=global-statement
     if pynvml is NotImplemented:
         try:
-            import pynvml as module
+            import pynvml as module  # optional: a host without the NVML bindings is read through nvidia-smi
         except ImportError:
             module = None
         pynvml = module
