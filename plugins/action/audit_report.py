@@ -16,47 +16,17 @@ from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import FI
 from ansible_collections.gpufleet.core.plugins.modules.audit_report import ARGUMENT_SPEC
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.run import (accepted_unreachable, host_verdicts,
     run_audit)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.play_results import (reached_in_this_run,
+    registered_results)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.orchestration import orchestration
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.remediation import (
     compare, fixes_by_host, load_report, render_summary)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.terminal import render_terminal
-from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import create_run_dir, write_atomically
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (create_run_dir, existing_run_dir,
+    write_atomically)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.run_summary import show_summary
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import settings_for
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_text
-
-
-def registered_results(hostvars, hosts, name, reached):
-    """Each host's registered result, read without templating it again. A host this run did not reach
-    (it left the playbook earlier, unreachable or failed) holds only an older audit's result."""
-    results = {}
-    for host in hosts:
-        variables = hostvars.raw_get(host)
-        if not reached(host, variables):
-            results[host] = {"unreachable": True,
-                             "msg": "not reached in this run: the host left the playbook earlier (unreachable or failed)"}
-        else:
-            results[host] = variables.get(name)
-    return results
-
-
-def existing_run_dir(path):
-    """A run folder created before the collection (gpufleet.core.run_folder), as an absolute path; created when
-    missing."""
-    if os.path.basename(path) in ("", ".", ".."):
-        raise ValueError("run folder %r has no name of its own" % path)
-    path = os.path.abspath(path)
-    os.makedirs(path, exist_ok=True)
-    return path
-
-
-def reached_in_this_run(args, task_vars):
-    """reached(host, its variables): by the run marker when one is named, else by the play's active hosts."""
-    if args["run_marker_var"]:
-        marker, run_dir = args["run_marker_var"], args["run_dir"]
-        return lambda host, variables: variables.get(marker) == run_dir
-    active = set(task_vars.get("ansible_play_hosts") or ())
-    return lambda host, variables: host in active
 
 
 def run_stats(report, run_dir, host_verdict):
@@ -103,8 +73,8 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("audit_report: no checked policy for %s; run gpufleet.core.policy_check on "
                                     "the same hosts first" % ", ".join(missing[:10]))
         host_policies = {host: args["policies"][args["host_policy"][host]] for host in args["hosts"]}
-        results = registered_results(task_vars["hostvars"], args["hosts"], args["result_var"],
-                                     reached_in_this_run(args, task_vars))
+        reached = reached_in_this_run(args["run_marker_var"], args["run_dir"], task_vars)
+        results = registered_results(task_vars["hostvars"], args["hosts"], args["result_var"], reached)
         scope = {"hosts": args["scope_hosts"], "pattern": args["scope_pattern"], "limit": args["limit"]}
         store = settings_for(args["report_root"], args["store_url"], args["store"],
                              list({id(policy): policy for policy in host_policies.values()}.values()),

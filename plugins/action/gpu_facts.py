@@ -33,7 +33,6 @@ from ansible.module_utils.common.process import get_bin_path
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import merge_hash
 
-from ansible_collections.gpufleet.core.plugins.action.audit_verdict import verdict_result
 from ansible_collections.gpufleet.core.plugins.module_utils.bmc_lan import LAN_DEFAULTS, read_bmc_over_lan
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import DeadlineHost, LiveHost
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import knowledge_loader
@@ -42,6 +41,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.facts_validati
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.host_clock import measured_offset
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_step import DIAGNOSIS_KEY, host_diagnosis
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_summary import collection_status
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.play_results import verdict_result
 from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (FACTS_FILE_KEY, facts_file_names,
     facts_file_text, write_facts_file)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import STORE_EXTRACT_KEY, host_extract

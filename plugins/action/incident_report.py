@@ -11,8 +11,9 @@ import os
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpufleet.core.plugins.action.audit_report import reached_in_this_run, registered_results
 from ansible_collections.gpufleet.core.plugins.modules.incident_report import ARGUMENT_SPEC
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.play_results import (reached_in_this_run,
+    registered_results)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.incident.run import run_incident
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.run_summary import show_summary
 
@@ -27,7 +28,7 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         hostvars = task_vars["hostvars"]
-        reached = reached_in_this_run({"run_marker_var": args["run_marker_var"], "run_dir": args["run_marker"]}, task_vars)
+        reached = reached_in_this_run(args["run_marker_var"], args["run_marker"], task_vars)
         evidence = registered_results(hostvars, args["hosts"], args["evidence_var"], reached)
         facts = registered_results(hostvars, args["hosts"], args["facts_var"], reached)
         try:

@@ -172,6 +172,16 @@ def create_run_dir(proposed):
     raise OSError("no free run folder name after %d tries: %s-N" % (MAX_RUN_DIR_ATTEMPTS, proposed))
 
 
+def existing_run_dir(path):
+    """A run folder created before the collection (gpufleet.core.run_folder), as an absolute path; created when
+    missing."""
+    if os.path.basename(path) in ("", ".", ".."):
+        raise ValueError("run folder %r has no name of its own" % path)
+    path = os.path.abspath(path)
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
 # ----------------------------------------------------------------- host names as file names
 
 # A name used as it is: letters, digits, '.', '_', '-', not starting with '.', short enough for any
