@@ -35,6 +35,8 @@ REPORT_MODE = 0o666
 FACTS_MODE = 0o640
 # a registered gpu_facts result's key naming the facts file its worker already wrote, relative to the run folder
 FACTS_FILE_KEY = "gpufleet_facts_file"
+# a run folder's facts files: <run folder>/facts/<name>.json (facts_file_names gives each host's name)
+FACTS_FOLDER = "facts"
 MAX_RUN_DIR_ATTEMPTS = 1000
 
 
@@ -213,6 +215,16 @@ def write_facts_file(path, facts, mode=None, text=None):
     written after them are durable."""
     write_atomically(path, facts_file_text(facts) if text is None else text, durable=False,
                      mode=file_mode(FACTS_MODE) if mode is None else mode, umask_applied=True)
+
+
+def facts_file(name):
+    """A facts file's path relative to its run folder, as reports and results name it: facts/<name>.json."""
+    return "%s/%s.json" % (FACTS_FOLDER, name)
+
+
+def facts_file_name(host, hosts):
+    """The host's facts file name (without .json) among every host of the run, as the audit names them."""
+    return facts_file_names(hosts)[host] if host in hosts else facts_file_names([host])[host]
 
 
 def facts_file_names(hosts):
