@@ -17,11 +17,11 @@ import os
 import shlex
 import signal
 import sys
-import time
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.remediation import load_report as read_report
 from ansible_collections.gpufleet.core.plugins.plugin_utils.cli.progress import AuditProgress, ProgressDisplay
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.terminal import render_terminal
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import run_stamp
 
 # the exit statuses of the contract (audit.yml's; README "Exit status and run status")
 EXIT_PASS = 0
@@ -91,7 +91,7 @@ def runner_settings(args, checkout, report_root, cwd):
         "playbook": PLAYBOOK_IN_CHECKOUT if checkout else PLAYBOOK_IN_COLLECTION,
         "cmdline": " ".join(shlex.quote(part) for part in playbook_arguments(args, report_root, cwd)),
         "envvars": envvars,
-        "ident": "audit-%s-%d" % (time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()), os.getpid()),
+        "ident": "audit-%s-%d" % (run_stamp(), os.getpid()),
         "rotate_artifacts": max(args.keep_artifacts, 1),
         "suppress_env_files": True,
         "quiet": True,
