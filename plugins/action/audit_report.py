@@ -35,6 +35,8 @@ def run_stats(report, run_dir, host_verdict):
     return {
         "run_id": report["run"]["id"],
         "run_status": report["run"]["status"],
+        "run_dir": run_dir,
+        # the run folder under its name before issue 26, for AWX jobs and templates that read it
         "report_dir": run_dir,
         "report_version": report["report_version"],
         "fail_severity": summary["fail_severity"],
@@ -93,7 +95,7 @@ class ActionModule(ActionBase):
         else:
             summary.append("%d hosts: one line each in %s/hosts.txt" % (len(lines), args["run_dir"]))
         summary.append(render_terminal(report, paths=paths).rstrip("\n"))
-        result.update(changed=False, report_dir=run_dir, files=paths, run_status=report["run"]["status"],
+        result.update(changed=False, run_dir=run_dir, report_dir=run_dir, files=paths, run_status=report["run"]["status"],
                       findings_by_severity=report["summary"]["by_severity"], causes=len(report["causes"]),
                       store=report.get("store"), diagnosed_in_workers=counts["diagnosed_in_workers"],
                       host_fixes=fixes_by_host(report), fixable_roles=list(FIXABLE_ROLES))

@@ -101,5 +101,5 @@ class ActionModule(ActionBase):
             # returned, not raised, so that the hosts' lines are still printed
             result.update(failed=True, msg="loadstep_report: %s" % exc)
             return show_summary(result, summary)
-        result.update(report_dir=run_dir, files=files, msg="loadstep reports in %s" % run_dir)
+        result.update(run_dir=run_dir, report_dir=run_dir, files=files, msg="loadstep reports in %s" % run_dir)
         return show_summary(result, summary)

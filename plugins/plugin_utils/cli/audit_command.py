@@ -134,7 +134,7 @@ def exit_status(rc, progress, stdout_text):
         return EXIT_NOT_DONE
     # 0 and 2 are the audit's verdicts only when the audit wrote its report; ansible-playbook's own usage
     # error is a 2 too (argparse), and nothing was audited then
-    if rc in (EXIT_PASS, EXIT_FINDINGS) and not progress.audit_stats().get("report_dir"):
+    if rc in (EXIT_PASS, EXIT_FINDINGS) and not progress.run_dir():
         return EXIT_NOT_DONE
     return rc
 
@@ -215,9 +215,9 @@ class Interruption(object):
         return False
 
 
-def load_report(report_dir):
+def load_report(run_dir):
     try:
-        return read_report(report_dir)
+        return read_report(run_dir)
     except (OSError, ValueError):
         return None
 
@@ -230,15 +230,15 @@ def reason_lines(stdout_text):
 
 def summary_text(progress, stdout_text, status, interruption=None):
     """The audit's terminal summary from its report.json, or why there is none."""
-    stats = progress.audit_stats()
-    report = load_report(stats["report_dir"]) if stats.get("report_dir") else None
+    run_dir = progress.run_dir()
+    report = load_report(run_dir) if run_dir else None
     lines = []
     if interruption is not None and interruption.signal is not None:
         lines.append("Interrupted (%s): the audit did not finish%s." % (
             interruption.describe(), "; its report was written before" if report is not None else
             ", and no report was written"))
     if report is not None:
-        lines.append(render_terminal(report, report_dir=stats["report_dir"]).rstrip("\n"))
+        lines.append(render_terminal(report, run_dir=run_dir).rstrip("\n"))
     else:
         lines.append("No report was written by this run.")
     for host, message in sorted(progress.messages.items())[:MAX_MESSAGES]:
