@@ -46,12 +46,17 @@ RUN_KINDS = {
     "aggregate": "-aggregate",
 }
 CHECK_MODE_SUFFIX = "-check"
-# what each kind writes in its run folder (an incident is an audit's folder with its own files added)
+# what each kind writes in its run folder (an incident is an audit's folder with its own files added); the
+# audit's report files are reports/writer.py's RENDERERS
 AUDIT_FILES = ("report.json", "report.html", "junit.xml", "gpufleet.prom", "hosts.txt")
+TIMELINE_FILE = "timeline.json"
+FAULT_LOG_FILE = "fault-log.md"
+LOADSTEP_FILE = "loadstep.json"
+LOADSTEP_HTML = "loadstep.html"
 RUN_FILES = {
     "audit": AUDIT_FILES,
-    "incident": AUDIT_FILES + ("timeline.json", "fault-log.md"),
-    "loadstep": ("loadstep.json", "loadstep.html"),
+    "incident": AUDIT_FILES + (TIMELINE_FILE, FAULT_LOG_FILE),
+    "loadstep": (LOADSTEP_FILE, LOADSTEP_HTML),
     "driver-rollout": ("driver-rollout.json",),
     "driver-rollback": ("driver-rollback.json",),
     "aggregate": AUDIT_FILES,

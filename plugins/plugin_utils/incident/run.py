@@ -15,13 +15,12 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.remediation im
 from ansible_collections.gpufleet.core.plugins.plugin_utils.incident.evidence_bundle import write_bundle
 from ansible_collections.gpufleet.core.plugins.plugin_utils.incident.fault_log import render_fault_log
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.html import render_html
-from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import facts_file_names, write_atomically
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (FAULT_LOG_FILE, TIMELINE_FILE,
+    facts_file_names, write_atomically)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import json_text
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.build import build_timeline
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.history import ReportFolderHistory
 
-TIMELINE_FILE = "timeline.json"
-FAULT_LOG_FILE = "fault-log.md"
 
 
 def _facts_of(result):

@@ -11,6 +11,7 @@ import yaml
 
 from ansible_collections.gpufleet.core.plugins.filter import run_dir as run_dir_filter
 from ansible_collections.gpufleet.core.plugins.plugin_utils import run_folder
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import RENDERERS
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rollout.run import rollout_step
 from tests.support.driver_plan_builders import policy
 
@@ -87,3 +88,7 @@ def test_nothing_else_formats_a_run_folders_time():
     formatting = [os.path.relpath(path, ROOT) for path in sources
                   if "%Y%m%dT" in playbook_tasks(path) and not path.endswith(os.path.join("plugin_utils", "run_folder.py"))]
     assert formatting == []
+
+
+def test_an_audits_files_are_the_report_writers_and_hosts_txt():
+    assert run_folder.RUN_FILES["audit"] == tuple(name for name, _render in RENDERERS) + ("hosts.txt",)
