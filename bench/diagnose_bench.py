@@ -37,6 +37,7 @@ import pynvml  # noqa: E402
 
 from ansible_collections.gpufleet.core.plugins.module_utils.collector import Collection  # noqa: E402
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit import run as audit_run
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit import host_step  # noqa: E402
 from ansible_collections.gpufleet.core.plugins.plugin_utils import run_folder  # noqa: E402
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports import writer as report_writer  # noqa: E402
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_summary import collection_status  # noqa: E402
@@ -218,7 +219,7 @@ def phase_timers(clock):
         (audit_run.FleetDiagnosis, "fleet", clock.timed("diagnose", audit_run.FleetDiagnosis.fleet)),
         (audit_run, "correlate", clock.timed("correlate", audit_run.correlate)),
         (audit_run, "build_report", clock.timed("build_report", audit_run.build_report)),
-        (audit_run, "summary_line", clock.timed("hosts.txt lines", audit_run.summary_line)),
+        (host_step, "summary_line", clock.timed("hosts.txt lines", host_step.summary_line)),
         (audit_run, "write_reports", clock.timed("reports", audit_run.write_reports)),
         (report_writer, "RENDERERS", renderers),
         (report_writer, "write_atomically", clock.timed(written_file, run_folder.write_atomically)),
@@ -309,15 +310,18 @@ def output_sizes(run_dir, paths):
 
 def prewrite_facts_files(results, run_dir, host_policies=None):
     """What the per-host gpu_facts action does in the Ansible worker as each result arrives, by its own
-    functions (plugins/action/gpu_facts.write_host_facts, plugin_utils/host_diagnosis.host_diagnosis): with
+    functions (plugin_utils/audit/host_step.py: write_facts, host_diagnosis): with
     host_policies, diagnose the host (gpufleet_diagnosis); write facts/<host>.json, name it in the result as
     gpufleet_facts_file and add the run store's extract (gpufleet_store_extract). The play's file names are
     computed once here (each worker computes them for its host). Returns (results that name their files, still
     holding the facts, CPU s, wall s)."""
-    from ansible_collections.gpufleet.core.plugins.action.gpu_facts import KNOWLEDGE_FOR, write_host_facts
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_step import DIAGNOSIS_KEY, host_diagnosis
+    from ansible_collections.gpufleet.core.plugins.action.gpu_facts import KNOWLEDGE_FOR
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_step import (
+        DIAGNOSIS_KEY, host_diagnosis, write_facts)
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import STORE_EXTRACT_KEY
     names = run_folder.facts_file_names(sorted(results))
+    facts_dir = os.path.join(run_dir, run_folder.FACTS_FOLDER)
+    os.makedirs(facts_dir, exist_ok=True)
     named = {}
     wall, cpu = time.perf_counter(), time.process_time()
     for host, result in results.items():
@@ -327,8 +331,8 @@ def prewrite_facts_files(results, run_dir, host_policies=None):
         named[host] = dict(result)
         if host_policies is not None:
             named[host][DIAGNOSIS_KEY] = host_diagnosis(host, result, host_policies[host], KNOWLEDGE_FOR)
-        named[host][audit_run.FACTS_FILE_KEY], named[host][STORE_EXTRACT_KEY] = write_host_facts(
-            run_dir, names[host], result["ansible_facts"]["gpufleet"])
+        named[host][audit_run.FACTS_FILE_KEY], named[host][STORE_EXTRACT_KEY] = write_facts(
+            facts_dir, names[host], result["ansible_facts"]["gpufleet"], extract=True)
     return named, time.process_time() - cpu, time.perf_counter() - wall
 
 

@@ -14,15 +14,7 @@ __metaclass__ = type
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.core.plugins.modules.audit_verdict import ARGUMENT_SPEC
-
-
-def verdict_result(verdict, msg):
-    result = {"changed": False, "verdict": verdict, "msg": msg or verdict}
-    if verdict == "fail":
-        result["failed"] = True
-    elif verdict == "not_audited":
-        result["unreachable"] = True
-    return result
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.play_results import verdict_result
 
 
 class ActionModule(ActionBase):

@@ -6,32 +6,10 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import time
-
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.core.plugins.modules.driver_rollout import ARGUMENT_SPEC, REQUIRED_IF
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rollout import run as rollout
-
-
-def utc(fmt, epoch=None):
-    return time.strftime(fmt, time.gmtime(time.time() if epoch is None else epoch))
-
-
-def run_step(args, check_mode, now=None):
-    """The result of one step; RolloutError or OSError for input or files it cannot work with."""
-    step = args["step"]
-    now = time.time() if now is None else now
-    if step == "plan":
-        return rollout.plan_rollout(args["hosts"], args["host_policy"], args["policies"], args["mode"],
-                                    args["report_dir"], utc("%Y-%m-%dT%H:%M:%SZ", now), utc("%Y%m%dT%H%M%SZ", now),
-                                    args["refused"], check_mode)
-    if step == "start_batch":
-        return rollout.start_batch(args["state_file"], args["hosts"])
-    if step == "end_batch":
-        return rollout.end_batch(args["state_file"], args["outcomes"])
-    return rollout.write_report(args["state_file"], utc("%Y-%m-%dT%H:%M:%SZ", now), utc("%Y%m%dT%H%M%SZ", now),
-                                check_mode)
 
 
 class ActionModule(ActionBase):
@@ -43,7 +21,7 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars or {})
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC, required_if=REQUIRED_IF)
         try:
-            outcome = run_step(args, bool(self._play_context.check_mode))
+            outcome = rollout.rollout_step(args, bool(self._play_context.check_mode))
         except (rollout.RolloutError, OSError) as exc:
             result.update(failed=True, msg="driver_rollout(%s): %s" % (args["step"], exc))
             return result

@@ -16,7 +16,8 @@ with policy (the host's effective policy) the host's own rules run here too (gpu
 view and summary line; plugin_utils/audit/host_step.py), so that audit_report neither holds nor reads its facts; with
 keep_facts=false the facts then leave the result (the file holds them). Before any of these, the facts are checked
 against the facts schema (plugin_utils/audit/facts_validation.py): facts that do not match make the host's collection
-failed, with what is wrong, and go no further.
+failed, with what is wrong, and go no further. The checks, the diagnosis and the facts file are the host's step
+(plugin_utils/audit/host_step.py, worker_step), the code audit_report runs for a host its worker did not step.
 
 The imports below are loaded once, in the controller's main process, before the workers fork: the linear
 strategy loads every task's action class there (action_loader.get(..., class_only=True)).
@@ -25,7 +26,6 @@ strategy loads every task's action class there (action_loader.get(..., class_onl
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import os
 import time
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -33,18 +33,13 @@ from ansible.module_utils.common.process import get_bin_path
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import merge_hash
 
-from ansible_collections.gpufleet.core.plugins.action.audit_verdict import verdict_result
 from ansible_collections.gpufleet.core.plugins.module_utils.bmc_lan import LAN_DEFAULTS, read_bmc_over_lan
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import DeadlineHost, LiveHost
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import knowledge_loader
-from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.facts_validation import (
-    facts_checker, facts_problems, refusal_message)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.facts_validation import facts_checker
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.host_clock import measured_offset
-from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_step import DIAGNOSIS_KEY, host_diagnosis
-from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_summary import collection_status
-from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (
-    FACTS_FILE_KEY, facts_file_names, facts_file_text, write_facts_file)
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import STORE_EXTRACT_KEY, host_extract
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_step import WORKER_KEYS, worker_step
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.play_results import verdict_result
 
 # options only this action reads; removed from the module's arguments (the module documents them)
 ACTION_SPEC = {
@@ -83,39 +78,6 @@ def split_args(args):
     module_args = dict(args)
     action_args = {name: module_args.pop(name) for name in ACTION_SPEC if name in module_args}
     return action_args, module_args
-
-
-def facts_file_name(host, hosts):
-    """The host's facts file name (without .json) among every host of the play, as audit_run names it."""
-    return facts_file_names(hosts)[host] if host in hosts else facts_file_names([host])[host]
-
-
-def write_host_facts(run_dir, name, facts):
-    """Write run_dir/facts/<name>.json as audit_run.host_status would; returns (its path relative to run_dir, the
-    run store's extract of the host, store/extract.py)."""
-    facts_dir = os.path.join(run_dir, "facts")
-    os.makedirs(facts_dir, exist_ok=True)
-    text = facts_file_text(facts)
-    write_facts_file(os.path.join(facts_dir, "%s.json" % name), facts, text=text)
-    return "facts/%s.json" % name, host_extract(text, facts)
-
-
-def refuse_invalid_facts(result):
-    """A result whose facts do not match the facts schema (plugin_utils/audit/facts_validation.py) becomes the host's
-    failed collection, with what is wrong, and without the facts: nothing after it reads them."""
-    if collection_status(result) != "ok":
-        return
-    try:
-        problems = facts_problems(result["ansible_facts"]["gpufleet"])
-    except (OSError, ValueError) as exc:  # the schema itself: no facts are taken unchecked
-        problems = ["the facts schema could not be read: %s" % exc]
-    if not problems:
-        return
-    result.update(failed=True, msg=refusal_message(problems))
-    result["ansible_facts"] = dict(result["ansible_facts"])
-    del result["ansible_facts"]["gpufleet"]
-    if not result["ansible_facts"]:
-        del result["ansible_facts"]
 
 
 def scrubbed(text, secret):
@@ -193,7 +155,7 @@ class ActionModule(ActionBase):
         result = merge_hash(result, self._execute_module(module_args=module_args, task_vars=task_vars,
                                                          wrap_async=wrap_async))
         answered = time.time()
-        for key in (FACTS_FILE_KEY, STORE_EXTRACT_KEY, DIAGNOSIS_KEY):  # this action's keys, never a host's
+        for key in WORKER_KEYS:  # this action's keys, never a host's
             result.pop(key, None)
         if not wrap_async:
             self._remove_tmp_path(self._connection._shell.tmpdir)
@@ -203,17 +165,9 @@ class ActionModule(ActionBase):
         note_clock_offset(result, module_args, sent, answered)
         if options.get("bmc_address"):
             self._join_bmc(result, options, module_args, started)
-        refuse_invalid_facts(result)
-        if options.get("policy") is not None and collection_status(result) == "ok":
-            self._diagnose(result, task_vars["inventory_hostname"], options["policy"])
-        if options.get("run_dir") and collection_status(result) == "ok":
-            self._write_facts(result, options["run_dir"], task_vars)
-            if not options["keep_facts"] and FACTS_FILE_KEY in result:
-                result["ansible_facts"] = dict(result["ansible_facts"])
-                del result["ansible_facts"]["gpufleet"]
-                if not result["ansible_facts"]:
-                    del result["ansible_facts"]
-        return result
+        host = task_vars["inventory_hostname"]
+        return worker_step(result, host, task_vars.get("ansible_play_hosts_all") or [host], options.get("run_dir"),
+                           options.get("policy"), options["keep_facts"], KNOWLEDGE_FOR)
 
     def _join_bmc(self, result, options, module_args, started):
         """The BMC read over LAN from the controller replaces the in-band bmc facts; a BMC that cannot be read at
@@ -233,21 +187,3 @@ class ActionModule(ActionBase):
         facts = dict(result["ansible_facts"]["gpufleet"])
         facts["bmc"] = bmc
         result["ansible_facts"] = dict(result["ansible_facts"], gpufleet=facts)
-
-    def _diagnose(self, result, host, policy):
-        """The host's own findings, fleet view and summary line (plugin_utils/audit/host_step.py); a diagnosis that
-        fails here is made again by audit_report from the facts, with a warning."""
-        try:
-            result[DIAGNOSIS_KEY] = host_diagnosis(host, result, policy, KNOWLEDGE_FOR)
-        except Exception as exc:  # pylint: disable=broad-except  # the controller diagnoses the host instead
-            result.setdefault("warnings", []).append("the host was not diagnosed in the worker: %s" % exc)
-
-    def _write_facts(self, result, run_dir, task_vars):
-        host = task_vars["inventory_hostname"]
-        hosts = task_vars.get("ansible_play_hosts_all") or [host]
-        try:
-            result[FACTS_FILE_KEY], result[STORE_EXTRACT_KEY] = write_host_facts(
-                run_dir, facts_file_name(host, hosts), result["ansible_facts"]["gpufleet"])
-        except (OSError, ValueError) as exc:
-            # the controller writes it with the reports instead (audit_run.host_status)
-            result.setdefault("warnings", []).append("facts file not written in the worker: %s" % exc)

@@ -6,14 +6,12 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import collections
-import os
-
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpufleet.core.plugins.action.audit_report import reached_in_this_run, registered_results
 from ansible_collections.gpufleet.core.plugins.modules.incident_report import ARGUMENT_SPEC
-from ansible_collections.gpufleet.core.plugins.plugin_utils.incident.run import run_incident
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.play_results import (
+    reached_in_this_run, registered_results)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.incident.run import incident_step
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.run_summary import show_summary
 
 
@@ -27,23 +25,13 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         hostvars = task_vars["hostvars"]
-        reached = reached_in_this_run({"run_marker_var": args["run_marker_var"], "run_dir": args["run_marker"]}, task_vars)
+        reached = reached_in_this_run(args["run_marker_var"], args["run_marker"], task_vars)
         evidence = registered_results(hostvars, args["hosts"], args["evidence_var"], reached)
         facts = registered_results(hostvars, args["hosts"], args["facts_var"], reached)
         try:
-            written = run_incident(args["run_dir"], args["report_root"], evidence, facts)
+            fields, summary = incident_step(args["run_dir"], args["report_root"], evidence, facts)
         except (OSError, ValueError, KeyError) as exc:
             result.update(failed=True, msg="incident_report: %s" % exc)
             return result
-        summary = {}
-        for host, (folder, manifest) in written["bundles"].items():
-            counts = collections.Counter(entry["status"] for entry in manifest.get("files") or ())
-            summary[host] = {"folder": "evidence/%s" % folder, "archive": manifest.get("archive"),
-                             "status": manifest.get("status"), "by_status": dict(counts)}
-        timeline = written["timeline"]
-        result.update(changed=False, files=written["files"], evidence=summary, events=len(timeline["events"]),
-                      correlations=len(timeline["correlations"]),
-                      msg="incident evidence, timeline.json and fault-log.md in %s" % args["run_dir"])
-        return show_summary(result, "incident: %d events on the timeline, %d pairs close in time; %s" % (
-            len(timeline["events"]), len(timeline["correlations"]), ", ".join(
-                os.path.basename(path) for path in written["files"])))
+        result.update(fields)
+        return show_summary(result, summary)

@@ -32,8 +32,11 @@ options:
   facts:
     description: The host's C(gpufleet) facts from the audit before the run (its GPU processes).
     type: dict
-  report_dir:
+  run_dir:
     description: The run folder of the audit before the run; its C(report.json) has the host's findings.
+    type: path
+  report_dir:
+    description: The same as O(run_dir), under its name before it was renamed (issue 26); O(run_dir) wins.
     type: path
   service_active:
     description: Whether the service's unit is running now.
@@ -59,7 +62,7 @@ EXAMPLES = r"""
   ansible.builtin.set_fact:
     gpufleet_load_plan: >-
       {{ gpufleet_host_policy | gpufleet.core.loadstep_plan(host=inventory_hostname, service=gpufleet_load_service,
-         facts=gpufleet_collect.ansible_facts.gpufleet, report_dir=gpufleet_audit.report_dir) }}
+         facts=gpufleet_collect.ansible_facts.gpufleet, run_dir=gpufleet_audit.run_dir) }}
 """
 
 RETURN = r"""
@@ -78,23 +81,23 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.loadstep.plan import
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.format import expanded
 
 
-def _findings(report_dir):
-    if not report_dir:
+def _findings(run_dir):
+    if not run_dir:
         return []
     try:
-        with open(os.path.join(report_dir, "report.json")) as handle:
+        with open(os.path.join(run_dir, "report.json")) as handle:
             return expanded(json.load(handle)).get("findings") or []  # report.json 1.2+ stores findings compacted
     except (IOError, OSError, ValueError) as error:
-        raise AnsibleFilterError("loadstep_plan: cannot read the audit's report in %s: %s" % (report_dir, error))
+        raise AnsibleFilterError("loadstep_plan: cannot read the audit's report in %s: %s" % (run_dir, error))
 
 
-def loadstep_plan(policy, host, service, facts=None, report_dir=None, service_active=False, overrides=None,
-                  audited=True, acting_refusal=None):
+def loadstep_plan(policy, host, service, facts=None, run_dir=None, service_active=False, overrides=None,
+                  audited=True, acting_refusal=None, report_dir=None):
     if not isinstance(policy, dict) or "loadstep" not in policy:
         raise AnsibleFilterError("loadstep_plan expects an effective gpufleet policy (gpufleet.core.policy_check)")
     if not isinstance(service, str) or not service.strip():
         raise AnsibleFilterError("loadstep_plan: name the service (gpufleet_load_service)")
-    result = plan(host, policy, service.strip(), facts=facts, findings=_findings(report_dir),
+    result = plan(host, policy, service.strip(), facts=facts, findings=_findings(run_dir or report_dir),
                   service_active=bool(service_active), overrides=overrides or None, audited=bool(audited),
                   acting_refusal=acting_refusal or None)
     result["lines"] = describe(result)

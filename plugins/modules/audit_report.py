@@ -17,7 +17,7 @@ description:
     policy (see M(gpufleet.core.policy_check)), the compatibility matrices, MIG layouts, thresholds and the Xid
     catalog, layer by layer, and correlates across hosts into likely causes.
   - Creates the run folder O(run_dir) exclusively (O(run_dir)-2, -3, ... when another audit that started in the
-    same second holds the name; RV(report_dir) says which), so concurrent audits into one O(report_root)
+    same second holds the name; RV(run_dir) says which), so concurrent audits into one O(report_root)
     never share a folder; with O(create_run_dir=false) the folder was created so before the collection.
   - Facts files that M(gpufleet.core.gpu_facts) already wrote (its result's C(gpufleet_facts_file)) are not written
     again.
@@ -201,8 +201,13 @@ store:
   returned: always
   type: dict
   sample: {"status": "written", "url": "sqlite:////srv/gpufleet/reports/gpufleet.sqlite", "error": null}
-report_dir:
+run_dir:
   description: The run folder (created here as O(run_dir), or O(run_dir)-N when that name was taken; O(run_dir) with O(create_run_dir=false)).
+  returned: always
+  type: str
+  sample: /srv/gpufleet/reports/20261130T060000Z
+report_dir:
+  description: The same as RV(run_dir), under its name before issue 26, for playbooks that read it.
   returned: always
   type: str
   sample: /srv/gpufleet/reports/20261130T060000Z

@@ -18,16 +18,18 @@ description:
     C(driver.rollout.max_fail_percentage)) from the effective policy of every host, fails when the hosts'
     policies differ on them or when a host's policy lacks what the mode needs (C(driver.pin) for V(rollout),
     C(driver.package) for both) - before any host is contacted -, leaves the hosts of O(refused) out of the
-    batches, creates the report folder, and starts the rollout's state file there.
+    batches, creates the rollout's run folder C(<report root>/<UTC start time>-driver-<mode>) (C(-check) added in
+    check mode; C(-2), C(-3), ... when another rollout that started in the same second holds the name), and starts
+    the rollout's state file there.
   - O(step=start_batch) counts the next batch and says whether the rollout has stopped (the hosts of a batch
     after a stop are never touched).
   - O(step=end_batch) records the outcome of each host of the batch and stops the rollout when more than
     C(max_fail_percentage) of the batch failed or was refused.
-  - O(step=report) writes the report C(<report root>/driver-<mode>-<UTC time>.json) and removes the state file; in
-    check mode the file is C(driver-<mode>-<UTC time>-check.json), a plan with C(check_mode) true, the hosts that would
-    change under C(would_change) (C(changed) is empty), and every line of its summary starts with C([check mode]).
+  - O(step=report) writes the report C(driver-<mode>.json) in the run folder and removes the state file; in check
+    mode (a run folder named C(...-check)) it is a plan with C(check_mode) true, the hosts that would change under
+    C(would_change) (C(changed) is empty), and every line of its summary starts with C([check mode]).
   - The state file (the batch number, whether the rollout stopped, each host's outcome) is a hidden file in
-    the report folder, C(.driver-<mode>-<UTC time>.<random>.state.json), mode 0600; the state file and the
+    the run folder, C(.rollout-state.json), mode 0600; the state file and the
     report are written atomically (a temporary file in the same folder, renamed over the old one), the report
     with mode 0644 less the umask.
 options:
@@ -124,7 +126,12 @@ state_file:
   description: The rollout's state file, for the later steps; null when every host was refused (nothing to roll out).
   returned: O(step=plan)
   type: str
-  sample: /srv/gpufleet/reports/.driver-rollout-20261130T060000Z.k2x8a1.state.json
+  sample: /srv/gpufleet/reports/20261130T060000Z-driver-rollout/.rollout-state.json
+run_dir:
+  description: The rollout's run folder, where its state file and its report go; absent when every host was refused.
+  returned: O(step=plan) when a host is left to roll out to
+  type: str
+  sample: /srv/gpufleet/reports/20261130T060000Z-driver-rollout
 mode:
   description: V(rollout) or V(rollback).
   returned: O(step=plan)
@@ -194,7 +201,7 @@ path:
   description: The report file written.
   returned: O(step=report)
   type: str
-  sample: /srv/gpufleet/reports/driver-rollout-20261130T061502Z.json
+  sample: /srv/gpufleet/reports/20261130T060000Z-driver-rollout/driver-rollout.json
 summary:
   description: A few lines for the screen.
   returned: O(step=report)

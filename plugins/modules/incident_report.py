@@ -31,7 +31,7 @@ options:
     elements: str
     required: true
   run_dir:
-    description: The run folder of the audit (C(report_dir) of M(gpufleet.core.audit_report)).
+    description: The run folder of the audit (RV(gpufleet.core.audit_report#module:run_dir)).
     type: path
     required: true
   report_root:
@@ -67,7 +67,7 @@ EXAMPLES = r"""
 - name: Keep the evidence, timeline and fault log
   gpufleet.core.incident_report:
     hosts: "{{ ansible_play_hosts_all }}"
-    run_dir: "{{ gpufleet_audit.report_dir }}"
+    run_dir: "{{ gpufleet_audit.run_dir }}"
     report_root: "{{ gpufleet_report_root }}"
   delegate_to: localhost
   run_once: true

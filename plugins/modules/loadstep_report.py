@@ -71,8 +71,12 @@ summary_text:
       stdout callback it is printed when this task runs.
   returned: when the stdout callback is C(gpufleet.core.audit)
   type: str
-report_dir:
+run_dir:
   description: The run folder written.
+  returned: unless in check mode
+  type: str
+report_dir:
+  description: The same as RV(run_dir), under its name before issue 26.
   returned: unless in check mode
   type: str
 files:

@@ -27,7 +27,8 @@ author:
   - gpufleet contributors (!UNKNOWN)
 options:
   path:
-    description: The run folder proposed, normally C(<report root>/<UTC start time>[suffix]); its parents are created.
+    description: The run folder proposed, normally C(<report root>/<UTC start time>[suffix]) as the C(gpufleet.core.run_dir)
+      filter names it; its parents are created.
     type: path
     required: true
   started_at:
@@ -49,7 +50,7 @@ seealso:
 EXAMPLES = r"""
 - name: Name the run folder by its UTC start time and create it
   gpufleet.core.run_folder:
-    path: "/srv/gpufleet/reports/{{ now(utc=true, fmt='%Y%m%dT%H%M%SZ') }}"
+    path: "{{ '/srv/gpufleet/reports' | gpufleet.core.run_dir('audit') }}"
     started_at: "{{ now(utc=true, fmt='%Y-%m-%dT%H:%M:%SZ') }}"
   register: gpufleet_run
   delegate_to: localhost

@@ -10,6 +10,11 @@ finishes last (the check and the move hold one lock, on the report root folder i
 Run folders are created exclusively, so two audits that start in the same second never share one. Files
 are created with the umask's permissions, never wider: reports 0666, facts 0640 (serials, UUIDs and
 process command lines), both less what the umask takes away.
+
+The layout, the same for every kind of run (docs/report-format.md, "Run folders"): <report root>/<UTC start time>
+<kind's suffix>[<suffix>][-N], e.g. 20261206T161400Z (an audit), 20261206T161400Z-incident, -loadstep,
+-driver-rollout, -driver-rollback (-check in check mode), -aggregate; each kind's files inside (RUN_FILES); an
+audit's facts files in facts/; the latest and latest-partial links at the report root, moved by audits only.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -23,18 +28,48 @@ import json
 import os
 import re
 import tempfile
+import time
 
 
 DEFAULT_REPORT_DIR = "reports"
 LATEST = "latest"
 LATEST_PARTIAL = "latest-partial"
-# a run folder's name starts with its UTC start time (playbooks/tasks/audit_run.yml, store/aggregate.py)
+# a run folder's name: its UTC start time, then its kind's suffix (RUN_KINDS) and any suffix the run was given
+RUN_STAMP_FORMAT = "%Y%m%dT%H%M%SZ"
 RUN_NAME_START = re.compile(r"(\d{8}T\d{6}Z)")
+RUN_KINDS = {
+    "audit": "",
+    "incident": "-incident",
+    "loadstep": "-loadstep",
+    "driver-rollout": "-driver-rollout",
+    "driver-rollback": "-driver-rollback",
+    "aggregate": "-aggregate",
+}
+CHECK_MODE_SUFFIX = "-check"
+# what each kind writes in its run folder (an incident is an audit's folder with its own files added); the
+# audit's report files are reports/writer.py's RENDERERS
+AUDIT_FILES = ("report.json", "report.html", "junit.xml", "gpufleet.prom", "hosts.txt")
+TIMELINE_FILE = "timeline.json"
+FAULT_LOG_FILE = "fault-log.md"
+LOADSTEP_FILE = "loadstep.json"
+LOADSTEP_HTML = "loadstep.html"
+RUN_FILES = {
+    "audit": AUDIT_FILES,
+    "incident": AUDIT_FILES + (TIMELINE_FILE, FAULT_LOG_FILE),
+    "loadstep": (LOADSTEP_FILE, LOADSTEP_HTML),
+    "driver-rollout": ("driver-rollout.json",),
+    "driver-rollback": ("driver-rollback.json",),
+    "aggregate": AUDIT_FILES,
+}
+# a driver rollout's state while it runs, hidden in its run folder (rollout/run.py)
+ROLLOUT_STATE_FILE = ".rollout-state.json"
 # requested permissions; the umask takes away from them (see file_mode)
 REPORT_MODE = 0o666
 FACTS_MODE = 0o640
 # a registered gpu_facts result's key naming the facts file its worker already wrote, relative to the run folder
 FACTS_FILE_KEY = "gpufleet_facts_file"
+# a run folder's facts files: <run folder>/facts/<name>.json (facts_file_names gives each host's name)
+FACTS_FOLDER = "facts"
 MAX_RUN_DIR_ATTEMPTS = 1000
 
 
@@ -42,6 +77,34 @@ def report_root(report_dir=None):
     """The folder run folders go in: report_dir (default reports, relative to the current directory), as an
     absolute path with links resolved. Every playbook takes it from here (the gpufleet.core.report_root filter)."""
     return os.path.realpath(report_dir or DEFAULT_REPORT_DIR)
+
+
+def run_stamp(started=None):
+    """The UTC start time as a run folder's name begins with it: started a datetime (naive: UTC) or seconds since
+    the epoch, by default now."""
+    if started is None or isinstance(started, (int, float)):
+        started = datetime.datetime.fromtimestamp(time.time() if started is None else started, datetime.timezone.utc)
+    return started.strftime(RUN_STAMP_FORMAT)
+
+
+def run_dir_name(kind, stamp=None, suffix=""):
+    """A run folder's name: <stamp><kind's suffix><suffix> (stamp: run_stamp(), by default now)."""
+    if kind not in RUN_KINDS:
+        raise ValueError("no such kind of run: %r (one of %s)" % (kind, ", ".join(sorted(RUN_KINDS))))
+    name = "%s%s%s" % (stamp or run_stamp(), RUN_KINDS[kind], suffix or "")
+    if "/" in name or not RUN_NAME_START.match(name):
+        raise ValueError("run folder name %r is not <UTC start time>[-suffix] without a /" % name)
+    return name
+
+
+def proposed_run_dir(report_root_dir, kind, stamp=None, suffix=""):
+    """<report root>/<run_dir_name>: the folder create_run_dir then makes exclusively."""
+    return os.path.join(report_root_dir, run_dir_name(kind, stamp, suffix))
+
+
+def new_run_dir(report_root_dir, kind, stamp=None, suffix=""):
+    """Creates a run folder of this kind in the report root, exclusively (create_run_dir); returns its path."""
+    return create_run_dir(proposed_run_dir(report_root_dir, kind, stamp, suffix))
 
 
 def current_umask():
@@ -170,6 +233,16 @@ def create_run_dir(proposed):
     raise OSError("no free run folder name after %d tries: %s-N" % (MAX_RUN_DIR_ATTEMPTS, proposed))
 
 
+def existing_run_dir(path):
+    """A run folder created before the collection (gpufleet.core.run_folder), as an absolute path; created when
+    missing."""
+    if os.path.basename(path) in ("", ".", ".."):
+        raise ValueError("run folder %r has no name of its own" % path)
+    path = os.path.abspath(path)
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
 # ----------------------------------------------------------------- host names as file names
 
 # A name used as it is: letters, digits, '.', '_', '-', not starting with '.', short enough for any
@@ -201,6 +274,16 @@ def write_facts_file(path, facts, mode=None, text=None):
     written after them are durable."""
     write_atomically(path, facts_file_text(facts) if text is None else text, durable=False,
                      mode=file_mode(FACTS_MODE) if mode is None else mode, umask_applied=True)
+
+
+def facts_file(name):
+    """A facts file's path relative to its run folder, as reports and results name it: facts/<name>.json."""
+    return "%s/%s.json" % (FACTS_FOLDER, name)
+
+
+def facts_file_name(host, hosts):
+    """The host's facts file name (without .json) among every host of the run, as the audit names them."""
+    return facts_file_names(hosts)[host] if host in hosts else facts_file_names([host])[host]
 
 
 def facts_file_names(hosts):

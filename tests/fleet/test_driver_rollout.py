@@ -38,7 +38,7 @@ def rollout(fleet, extra=None, check=False):
     report_dir = tempfile.mkdtemp(prefix="driver-rollout-")
     run = fleet.playbook("driver_rollout.yml", extra_vars=dict({"gpufleet_report_dir": report_dir}, **(extra or {})),
                          check=check)
-    reports = sorted(glob.glob(os.path.join(report_dir, "driver-*.json")))
+    reports = sorted(glob.glob(os.path.join(report_dir, "*-driver-*", "driver-*.json")))
     assert len(reports) == 1, run.output()
     with open(reports[0]) as handle:
         return run, json.load(handle)
@@ -71,7 +71,7 @@ def test_check_mode_then_rollout_in_batches_then_nothing_left_to_change(driver_f
     run, report = rollout(fleet, check=True)
     assert run.rc == 0, run.output()
     assert versions(fleet) == before
-    # check mode: a plan, never a report as if it had run (driver-rollout-<time>-check.json, would_change)
+    # check mode: a plan, never a report as if it had run (<time>-driver-rollout-check/driver-rollout.json, would_change)
     assert report["check_mode"] is True and report["would_change"] == fleet.hosts and report["changed"] == []
     assert report["failed"] == [] and report["not_acted"] == []
     assert "[check mode] Driver rollout planned, nothing changed: 4 would change" in run.stdout

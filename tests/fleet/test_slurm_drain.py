@@ -60,7 +60,7 @@ def package(fleet, host):
 def rollout(fleet, limit):
     report_dir = tempfile.mkdtemp(prefix="slurm-rollout-")
     run = fleet.playbook("driver_rollout.yml", limit=limit, extra_vars={"gpufleet_report_dir": report_dir})
-    reports = glob.glob(os.path.join(report_dir, "driver-*.json"))
+    reports = glob.glob(os.path.join(report_dir, "*-driver-*", "driver-*.json"))
     assert len(reports) == 1, run.output()
     with open(reports[0]) as handle:
         return run, json.load(handle)

@@ -168,11 +168,11 @@ def test_a_check_mode_rollout_writes_a_plan_never_a_rollout_report_and_says_chec
     assert result.returncode == 4, output(result)[-4000:]
     # the replayed host never reaches a role; the one behind ssh is tried, and cannot be reached
     assert_nothing_on_the_controller(result, calls, before, remote=["far-away"])
-    assert [os.path.basename(path) for path in glob.glob(str(report_dir / "driver-*.json"))] == [
-        name for name in os.listdir(str(report_dir)) if name.startswith("driver-")]
-    reports = sorted(os.listdir(str(report_dir)))
-    assert len(reports) == 1 and re.match(r"^driver-rollout-\d{8}T\d{6}Z-check\.json$", reports[0]), reports
-    with open(str(report_dir / reports[0])) as handle:
+    # a run folder of its own, named as a check (never taken for a rollout), with the plan and nothing else
+    folders = sorted(os.listdir(str(report_dir)))
+    assert len(folders) == 1 and re.match(r"^\d{8}T\d{6}Z-driver-rollout-check$", folders[0]), folders
+    assert os.listdir(str(report_dir / folders[0])) == ["driver-rollout.json"]
+    with open(str(report_dir / folders[0] / "driver-rollout.json")) as handle:
         plan = json.load(handle)
     assert plan["check_mode"] is True and plan["changed"] == [] and plan["not_acted"] == [replayed]
     assert plan["hosts"][replayed]["status"] == "not_acted"

@@ -455,7 +455,8 @@ def test_the_summary_reaches_ansible_runner_as_artifact_data(tmp_path):
     summary = stats[-1]["artifact_data"]["gpufleet_audit"]
     assert summary["run_status"] == "complete" and summary["failed_threshold"] is True
     assert summary["hosts_failing"] == [LOST_GPU] and summary["hosts_not_audited"] == []
-    assert summary["report_dir"] == os.path.realpath(str(tmp_path / "reports" / summary["run_id"]))
+    assert summary["run_dir"] == os.path.realpath(str(tmp_path / "reports" / summary["run_id"]))
+    assert summary["report_dir"] == summary["run_dir"]  # its name before issue 26, kept for AWX templates
 
 
 # ---------------------------------------------------------------- make audit

@@ -26,7 +26,6 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import se
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import RUNS
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import stored_policies
 
-AGGREGATE_SUFFIX = "-aggregate"
 # rules over several hosts: a slice ran them on its part only, the aggregate runs them again on the union
 FLEET_RULES = ("driver.version_skew", "workload.framework_skew")
 STORE_ONLY_KEYS = ("identity", "first_seen", "runs_open")
@@ -192,14 +191,14 @@ def write_facts_files(report, facts_by_host, folder):
 
 def run_aggregate(url, run_group, report_root, run_dir=None, source="given"):
     """Builds, records (store url) and writes the aggregate's reports; returns (report, run folder, paths)."""
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import create_run_dir
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import create_run_dir, proposed_run_dir
     from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import write_reports
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import make_engine
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import (
         StoreSettings, finish_run, record_run)
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.schema import ensure_schema
     started_at = utc_now()
-    proposed = run_dir or os.path.join(report_root, started_at.replace("-", "").replace(":", "") + AGGREGATE_SUFFIX)
+    proposed = run_dir or proposed_run_dir(report_root, "aggregate", started_at.replace("-", "").replace(":", ""))
     engine = make_engine(url)
     try:
         ensure_schema(engine)

@@ -21,16 +21,14 @@ from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
     DEFAULT_FAIL_SEVERITY, FAIL_SEVERITIES, NO_FAILURE)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.collection_version import VERSION
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import rule_declaration, severity_rank
-from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.fleet_view import fleet_view
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_step import (
-    DIAGNOSIS_KEY, accepted_diagnosis, policy_digest)
-from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_summary import (
-    collection_status, result_facts, summary_line)
+    DIAGNOSIS_KEY, accepted_diagnosis, host_step, policy_digest, write_facts)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_summary import collection_status, result_facts
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import build_report
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import STORE_EXTRACT_KEY, counters_extract
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import finish_run, record_run
 from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (
-    FACTS_FILE_KEY, FACTS_MODE, facts_file_names, file_mode, write_atomically, write_facts_file)
+    FACTS_FILE_KEY, FACTS_MODE, facts_file_names, file_mode, write_atomically)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import write_reports
 
 TOOL_VERSION = VERSION
@@ -100,13 +98,12 @@ def host_status(host, result, facts_dir, file_name=None, facts_mode=None, read=T
                 "the facts file the collection wrote (%s) could not be read: %s" % (named, exc)).split())}, None
     if written is not None:
         return {"status": "ok", "facts_file": written, "message": None}, facts
-    path = os.path.join(facts_dir, "%s.json" % (file_name or facts_file_names([host])[host]))
     try:
-        write_facts_file(path, facts, facts_mode)
+        written, _extract = write_facts(facts_dir, file_name or facts_file_names([host])[host], facts, facts_mode)
     except ValueError as exc:  # NaN or Infinity, which a facts file (strict JSON) cannot hold
         return {"status": "failed", "facts_file": None,
                 "message": "the host's facts cannot be written as JSON: %s" % exc}, None
-    return {"status": "ok", "facts_file": os.path.join("facts", os.path.basename(path)), "message": None}, facts
+    return {"status": "ok", "facts_file": written, "message": None}, facts
 
 
 def worker_diagnoses(results, host_policies):
@@ -123,17 +120,6 @@ def worker_diagnoses(results, host_policies):
         if diagnosis is not None:
             accepted[host] = diagnosis
     return accepted
-
-
-def host_findings_and_view(diagnosis, host, facts):
-    """(findings, fleet view, None) of one host's facts; ([], the view of no facts, why) when a rule fails on them:
-    that host's collection is reported failed with the reason, never the whole run's crash."""
-    try:
-        return diagnosis.host(host, facts), fleet_view(facts), None
-    except Exception as exc:  # pylint: disable=broad-except  # one host's facts must not cost the fleet its report
-        return [], fleet_view(None), " ".join((
-            "the host's facts could not be diagnosed (%s: %s); report this with its facts" % (
-                type(exc).__name__, exc)).split())
 
 
 def unreachable_finding(host, entry):
@@ -304,12 +290,13 @@ def _run_audit(results, host_policies, run_dir, report_root, started_at, fail_se
             findings[host], views[host], line = diagnosed[host]
             lines.append(line)
         else:
-            findings[host], views[host], failure = host_findings_and_view(diagnosis, host, facts)
-            if failure is not None:
-                statuses[host], facts = {"status": "failed", "facts_file": None, "message": failure}, None
-            if facts is None and collection_status(result) == "ok":  # its facts file could not be read, or diagnosed
+            if facts is None and collection_status(result) == "ok":  # its facts file could not be read
                 result = {"failed": True, "msg": statuses[host]["message"]}
-            lines.append(summary_line(host, result, facts))
+            step = host_step(host, result, facts, diagnosis.host)
+            findings[host], views[host] = step.findings, step.view
+            if step.failure is not None:
+                statuses[host], facts = {"status": "failed", "facts_file": None, "message": step.failure}, None
+            lines.append(step.line)
         if store is not None and statuses[host]["status"] == "ok":
             extracts[host] = worker_extract(result, statuses[host]) or counters_extract(facts)
         del facts

@@ -17,11 +17,11 @@ import os
 import shlex
 import signal
 import sys
-import time
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.remediation import load_report as read_report
 from ansible_collections.gpufleet.core.plugins.plugin_utils.cli.progress import AuditProgress, ProgressDisplay
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.terminal import render_terminal
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import run_stamp
 
 # the exit statuses of the contract (audit.yml's; README "Exit status and run status")
 EXIT_PASS = 0
@@ -91,7 +91,7 @@ def runner_settings(args, checkout, report_root, cwd):
         "playbook": PLAYBOOK_IN_CHECKOUT if checkout else PLAYBOOK_IN_COLLECTION,
         "cmdline": " ".join(shlex.quote(part) for part in playbook_arguments(args, report_root, cwd)),
         "envvars": envvars,
-        "ident": "audit-%s-%d" % (time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()), os.getpid()),
+        "ident": "audit-%s-%d" % (run_stamp(), os.getpid()),
         "rotate_artifacts": max(args.keep_artifacts, 1),
         "suppress_env_files": True,
         "quiet": True,
@@ -134,7 +134,7 @@ def exit_status(rc, progress, stdout_text):
         return EXIT_NOT_DONE
     # 0 and 2 are the audit's verdicts only when the audit wrote its report; ansible-playbook's own usage
     # error is a 2 too (argparse), and nothing was audited then
-    if rc in (EXIT_PASS, EXIT_FINDINGS) and not progress.audit_stats().get("report_dir"):
+    if rc in (EXIT_PASS, EXIT_FINDINGS) and not progress.run_dir():
         return EXIT_NOT_DONE
     return rc
 
@@ -215,9 +215,9 @@ class Interruption(object):
         return False
 
 
-def load_report(report_dir):
+def load_report(run_dir):
     try:
-        return read_report(report_dir)
+        return read_report(run_dir)
     except (OSError, ValueError):
         return None
 
@@ -230,15 +230,15 @@ def reason_lines(stdout_text):
 
 def summary_text(progress, stdout_text, status, interruption=None):
     """The audit's terminal summary from its report.json, or why there is none."""
-    stats = progress.audit_stats()
-    report = load_report(stats["report_dir"]) if stats.get("report_dir") else None
+    run_dir = progress.run_dir()
+    report = load_report(run_dir) if run_dir else None
     lines = []
     if interruption is not None and interruption.signal is not None:
         lines.append("Interrupted (%s): the audit did not finish%s." % (
             interruption.describe(), "; its report was written before" if report is not None else
             ", and no report was written"))
     if report is not None:
-        lines.append(render_terminal(report, report_dir=stats["report_dir"]).rstrip("\n"))
+        lines.append(render_terminal(report, run_dir=run_dir).rstrip("\n"))
     else:
         lines.append("No report was written by this run.")
     for host, message in sorted(progress.messages.items())[:MAX_MESSAGES]:

@@ -122,8 +122,14 @@ class AuditProgress(object):
         return None
 
     def audit_stats(self):
-        """The gpufleet_audit artifact of set_stats (run_id, report_dir, ...), or {} when the run wrote none."""
+        """The gpufleet_audit artifact of set_stats (run_id, run_dir, ...), or {} when the run wrote none."""
         return self.artifacts.get("gpufleet_audit") or {}
+
+    def run_dir(self):
+        """The run folder the audit wrote its reports in (the artifact's run_dir; report_dir before issue 26), or
+        None when it wrote none."""
+        stats = self.audit_stats()
+        return stats.get("run_dir") or stats.get("report_dir")
 
 
 def bar_line(progress, width=BAR_WIDTH):

@@ -7,6 +7,7 @@ bundle per host (evidence/<host>/), timeline.json, fault-log.md, and report.html
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import collections
 import datetime
 import json
 import os
@@ -15,13 +16,12 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.remediation im
 from ansible_collections.gpufleet.core.plugins.plugin_utils.incident.evidence_bundle import write_bundle
 from ansible_collections.gpufleet.core.plugins.plugin_utils.incident.fault_log import render_fault_log
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.html import render_html
-from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import facts_file_names, write_atomically
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (
+    FAULT_LOG_FILE, TIMELINE_FILE, facts_file_names, write_atomically)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import json_text
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.build import build_timeline
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.history import ReportFolderHistory
 
-TIMELINE_FILE = "timeline.json"
-FAULT_LOG_FILE = "fault-log.md"
 
 
 def _facts_of(result):
@@ -53,3 +53,22 @@ def run_incident(run_dir, report_root, evidence_results, facts_results=None, his
         write_atomically(os.path.join(run_dir, "report.html"), render_html(report, timeline)),
     ]
     return {"files": paths, "timeline": timeline, "bundles": bundles}
+
+
+def incident_step(run_dir, report_root, evidence_results, facts_results=None):
+    """(the incident_report task's result fields, its summary line): run_incident, then per host its evidence
+    bundle's folder, archive, status and files by status."""
+    written = run_incident(run_dir, report_root, evidence_results, facts_results)
+    evidence = {}
+    for host, (folder, manifest) in written["bundles"].items():
+        counts = collections.Counter(entry["status"] for entry in manifest.get("files") or ())
+        evidence[host] = {"folder": "evidence/%s" % folder, "archive": manifest.get("archive"),
+                          "status": manifest.get("status"), "by_status": dict(counts)}
+    timeline = written["timeline"]
+    fields = {"changed": False, "files": written["files"], "evidence": evidence, "events": len(timeline["events"]),
+              "correlations": len(timeline["correlations"]),
+              "msg": "incident evidence, timeline.json and fault-log.md in %s" % run_dir}
+    summary = "incident: %d events on the timeline, %d pairs close in time; %s" % (
+        len(timeline["events"]), len(timeline["correlations"]),
+        ", ".join(os.path.basename(path) for path in written["files"]))
+    return fields, summary

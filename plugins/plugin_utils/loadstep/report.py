@@ -12,13 +12,14 @@ import json
 import os
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.loadstep import steps as loadstep
-from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import write_atomically
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (
+    LOADSTEP_FILE, LOADSTEP_HTML, RUN_KINDS, write_atomically)
 
 SCHEMA = "gpufleet.loadstep"
 VERSION = "1.0"
-FILE_NAME = "loadstep.json"
-HTML_NAME = "loadstep.html"
-RUN_SUFFIX = "-loadstep"
+FILE_NAME = LOADSTEP_FILE
+HTML_NAME = LOADSTEP_HTML
+RUN_SUFFIX = RUN_KINDS["loadstep"]
 # what "regressed" means in the comparison: throughput down or p95 up by more than this share
 CHANGE_TOLERANCE = 0.10
 

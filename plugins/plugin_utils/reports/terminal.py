@@ -103,18 +103,18 @@ def verdict(report):
     return "Result: PASS - no finding at or above %s" % threshold
 
 
-def report_lines(paths, report_dir):
+def report_lines(paths, run_dir):
     if paths:
         folder = os.path.dirname(str(paths[0]))
         return ["Reports: %s/ (%s)" % (one_line(folder), ", ".join(one_line(os.path.basename(str(path)))
                                                                    for path in paths))]
-    if report_dir:
-        return ["Reports: %s" % one_line(report_dir)]
+    if run_dir:
+        return ["Reports: %s" % one_line(run_dir)]
     return []
 
 
-def render_terminal(report, paths=None, report_dir=None):
-    """The summary text; paths (from write_reports) or report_dir say where the full reports are."""
+def render_terminal(report, paths=None, run_dir=None):
+    """The summary text; paths (from write_reports) or run_dir (the run folder) say where the full reports are."""
     lines = [clip(headline(report))] + count_table(report)
     lines += cause_lines(report["causes"])
     lines += host_problem_lines(report)
@@ -124,6 +124,6 @@ def render_terminal(report, paths=None, report_dir=None):
     lines.append(run_status_line(report))
     lines += history_lines(report)
     lines.append(verdict(report))
-    lines += report_lines(paths, report_dir)
+    lines += report_lines(paths, run_dir)
     # every piece of host text was escaped where it was placed; this catches any line that missed it
     return "\n".join(safe_text(line) for line in lines) + "\n"

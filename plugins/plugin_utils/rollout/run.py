@@ -5,9 +5,11 @@
 plan it, start a batch, end a batch (record its outcomes, stop the rollout when it failed beyond the limit),
 and write the report.
 
-What changes while the rollout runs (the batch number, whether it stopped, each host's outcome) is kept in
-the rollout's state file, a hidden file in the report folder written atomically at every step and removed
-once the report is written. The decisions themselves are in driver_plan.py.
+The rollout has a run folder like every run (run_folder.py): <report root>/<UTC start time>-driver-<mode>
+(-check in check mode), made by the plan step. What changes while the rollout runs (the batch number, whether it
+stopped, each host's outcome) is kept in its state file, hidden in the run folder (.rollout-state.json), written
+atomically at every step and removed once the report (driver-<mode>.json beside it) is written. The decisions
+themselves are in rollout/plan.py.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,18 +17,20 @@ __metaclass__ = type
 
 import json
 import os
-import tempfile
+import time
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rollout import plan
 from ansible_collections.gpufleet.core.plugins.plugin_utils.acting_target import refusal_message
-from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import report_root, write_atomically
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (
+    CHECK_MODE_SUFFIX, ROLLOUT_STATE_FILE, RUN_FILES, new_run_dir, report_root, run_stamp, write_atomically)
 
 ROLLOUT_MODES = ("rollout", "rollback")
 OUTCOME_STATUSES = ("changed", "unchanged", "failed", "refused", "skipped")
-STATE_VERSION = 1
+# 2: the state names its run folder (run_dir); version 1 kept the report root and wrote the report there
+STATE_VERSION = 2
 STATE_MODE = 0o600
 REPORT_MODE = 0o644
-REPORT_FOLDER_MODE = 0o755
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
 class RolloutError(ValueError):
@@ -51,11 +55,9 @@ def write_state(path, state):
     write_atomically(path, json.dumps(state, indent=1, sort_keys=True) + "\n", mode=STATE_MODE)
 
 
-def new_state_file(folder, mode, stamp):
-    """A state file of its own in folder, even for two rollouts started in the same second."""
-    handle, path = tempfile.mkstemp(prefix=".driver-%s-%s." % (mode, stamp), suffix=".state.json", dir=folder)
-    os.close(handle)
-    return path
+def run_kind(mode):
+    """The kind of run (run_folder.RUN_KINDS) of a rollout in this mode: driver-rollout or driver-rollback."""
+    return "driver-%s" % mode
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -99,7 +101,8 @@ def not_acted_messages(mode, refused, by_host, check_mode):
 
 
 def plan_rollout(hosts, host_policy, policies, mode, report_dir, started_at, stamp, refused=None, check_mode=False):
-    """The rollout's batches and failure limit (shared by every host's policy), and its new state file.
+    """The rollout's batches and failure limit (shared by every host's policy), its run folder (in the report root
+    report_dir names, run_folder.report_root) and its state file there.
 
     Every host's policy is checked for what the mode needs (driver.pin, driver.package) and the batches; refused:
     {host: why no role may act on it} (acting_target): those hosts are left out of the batches and reported as not
@@ -125,12 +128,11 @@ def plan_rollout(hosts, host_policy, policies, mode, report_dir, started_at, sta
               "started_at": started_at}
     if not targets:
         return result
-    folder = report_root(report_dir)
-    os.makedirs(folder, mode=REPORT_FOLDER_MODE, exist_ok=True)
+    run_dir = new_run_dir(report_root(report_dir), run_kind(mode), stamp, CHECK_MODE_SUFFIX if check_mode else "")
     state = {"version": STATE_VERSION, "mode": mode, "planned": targets, "settings": settings,
-             "report_root": folder, "started_at": started_at, "batch": 0, "stopped": False, "outcomes": {},
+             "run_dir": run_dir, "started_at": started_at, "batch": 0, "stopped": False, "outcomes": {},
              "not_acted": not_acted}
-    result["state_file"] = new_state_file(folder, mode, stamp)
+    result.update(run_dir=run_dir, state_file=os.path.join(run_dir, ROLLOUT_STATE_FILE))
     write_state(result["state_file"], state)
     return result
 
@@ -178,17 +180,28 @@ def report_json(report):
     return json.dumps(report, indent=4, sort_keys=True, separators=(",", ": ")) + "\n"
 
 
-def report_name(mode, stamp, check_mode):
-    """driver-<mode>-<stamp>.json; in check mode driver-<mode>-<stamp>-check.json, never taken for a rollout."""
-    return "driver-%s-%s%s.json" % (mode, stamp, "-check" if check_mode else "")
-
-
-def write_report(path, finished_at, stamp, check_mode):
-    """Writes the report (report_name) atomically in the report folder and removes the state file."""
+def write_report(path, finished_at, check_mode):
+    """Writes the report (driver-<mode>.json) atomically in the rollout's run folder and removes the state file."""
     state = read_state(path)
     report = plan.rollout_report(state["mode"], state["planned"], state["outcomes"], state["settings"],
                                  state["started_at"], finished_at, check_mode, state.get("not_acted"))
-    report_path = os.path.join(state["report_root"], report_name(state["mode"], stamp, check_mode))
+    report_path = os.path.join(state["run_dir"], RUN_FILES[run_kind(state["mode"])][0])
     write_atomically(report_path, report_json(report), mode=REPORT_MODE)
     os.unlink(path)
     return {"report": report, "path": report_path, "summary": plan.report_summary(report, report_path)}
+
+
+def rollout_step(args, check_mode, now=None):
+    """The result of one step of gpufleet.core.driver_rollout (its arguments, as validated); RolloutError or OSError
+    for input or files it cannot work with."""
+    step = args["step"]
+    now = time.time() if now is None else now
+    if step == "plan":
+        return plan_rollout(args["hosts"], args["host_policy"], args["policies"], args["mode"], args["report_dir"],
+                            time.strftime(TIME_FORMAT, time.gmtime(now)), run_stamp(now), args["refused"],
+                            check_mode)
+    if step == "start_batch":
+        return start_batch(args["state_file"], args["hosts"])
+    if step == "end_batch":
+        return end_batch(args["state_file"], args["outcomes"])
+    return write_report(args["state_file"], time.strftime(TIME_FORMAT, time.gmtime(now)), check_mode)

@@ -7,7 +7,7 @@ import threading
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.gpufleet.core.plugins.action.audit_verdict import verdict_result
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.play_results import verdict_result
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit import run as audit_run
 from ansible_collections.gpufleet.core.plugins.plugin_utils import run_folder
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports import writer as report_writer

@@ -11,8 +11,9 @@ import pytest
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.filter.core import to_nice_json
 
-from ansible_collections.gpufleet.core.plugins.action.driver_rollout import ActionModule, run_step
+from ansible_collections.gpufleet.core.plugins.action.driver_rollout import ActionModule
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rollout import run as R
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rollout.run import rollout_step as run_step
 from ansible_collections.gpufleet.core.plugins.plugin_utils.acting_target import HOW_TO_PROCEED
 from tests.support.driver_plan_builders import policy
 
@@ -45,9 +46,10 @@ def test_the_plan_takes_the_batches_from_the_policy_and_starts_a_hidden_state_fi
     assert (planned["batches"], planned["max_fail_percentage"]) == ([1, "10%", "100%"], 0)
     assert planned["batch_sizes"] == [1, 1, 2] and planned["planned"] == HOSTS
     assert planned["started_at"] == "2026-12-01T12:00:00Z" and planned["mode"] == "rollout"
+    # a run folder like every run's, named by the rollout's start: the state hidden in it
     folder, name = os.path.split(planned["state_file"])
-    assert folder == str(tmp_path / "reports") and name.startswith(".driver-rollout-20261201T120000Z.")
-    assert name.endswith(".state.json") and stat.S_IMODE(os.stat(planned["state_file"]).st_mode) == 0o600
+    assert folder == planned["run_dir"] == str(tmp_path / "reports" / "20261201T120000Z-driver-rollout")
+    assert name == ".rollout-state.json" and stat.S_IMODE(os.stat(planned["state_file"]).st_mode) == 0o600
     state = R.read_state(planned["state_file"])
     assert (state["batch"], state["stopped"], state["outcomes"]) == (0, False, {})
 
@@ -59,6 +61,8 @@ def test_two_rollouts_started_in_the_same_second_keep_their_own_state(tmp_path, 
     again = run_step(step("plan", hosts=["h9"], host_policy=host_policy, policies=policies, mode="rollback",
                           report_dir=str(tmp_path / "reports")), False, now=NOW)
     assert len({planned["state_file"], other["state_file"], again["state_file"]}) == 3
+    assert sorted(os.listdir(str(tmp_path / "reports"))) == [
+        "20261201T120000Z-driver-rollback", "20261201T120000Z-driver-rollback-2", "20261201T120000Z-driver-rollout"]
 
 
 def test_policies_that_differ_on_the_batches_are_refused_naming_the_hosts(tmp_path):
@@ -104,7 +108,7 @@ def test_a_failed_canary_stops_the_rollout_and_later_batches_are_untouched(plann
 
     written = run_step(step("report", state_file=path), False, now=NOW + 75)
     report = written["report"]
-    assert written["path"] == os.path.join(os.path.dirname(path), "driver-rollout-20261201T120115Z.json")
+    assert written["path"] == os.path.join(os.path.dirname(path), "driver-rollout.json")
     assert (report["changed"], report["failed"], report["untouched"]) == (["h1"], ["h2"], ["h3", "h4"])
     assert (report["stopped"], report["stopped_after_batch"], report["check_mode"]) == (True, 2, False)
     assert (report["started_at"], report["finished_at"]) == ("2026-12-01T12:00:00Z", "2026-12-01T12:01:15Z")
@@ -112,6 +116,16 @@ def test_a_failed_canary_stops_the_rollout_and_later_batches_are_untouched(plann
     assert written["summary"][0].startswith("Driver rollout: 1 changed, 0 unchanged, 1 failed, 2 untouched")
     assert written["summary"][-1] == "  report: %s" % written["path"]
     assert not os.path.exists(path) and os.listdir(os.path.dirname(path)) == [os.path.basename(written["path"])]
+
+
+def test_a_rollout_planned_in_check_mode_has_a_check_run_folder(tmp_path):
+    host_policy, policies = checked(HOSTS)
+    planned = run_step(step("plan", hosts=HOSTS, host_policy=host_policy, policies=policies, mode="rollback",
+                            report_dir=str(tmp_path)), True, now=NOW)
+    assert planned["run_dir"] == str(tmp_path / "20261201T120000Z-driver-rollback-check")
+    written = run_step(step("report", state_file=planned["state_file"]), True, now=NOW)
+    assert written["path"] == os.path.join(planned["run_dir"], "driver-rollback.json")
+    assert os.listdir(planned["run_dir"]) == ["driver-rollback.json"]
 
 
 def test_the_report_file_is_what_to_nice_json_wrote_and_says_check_mode(planned):
@@ -123,7 +137,7 @@ def test_the_report_file_is_what_to_nice_json_wrote_and_says_check_mode(planned)
     with open(written["path"]) as handle:
         text = handle.read()
     assert text == to_nice_json(written["report"]) + "\n"
-    assert os.path.basename(written["path"]) == "driver-rollout-20261201T120000Z-check.json"
+    assert os.path.basename(written["path"]) == "driver-rollout.json"
     report = json.loads(text)
     assert report["check_mode"] is True and report["would_change"] == HOSTS and report["changed"] == []
     assert {report["hosts"][host]["status"] for host in HOSTS} == {"would_change"}
@@ -161,7 +175,7 @@ def test_a_missing_or_foreign_state_file_is_named(tmp_path):
         R.read_state(str(tmp_path / "nothing.json"))
     other = tmp_path / "other.json"
     other.write_text('{"version": 99}')
-    with pytest.raises(R.RolloutError, match="is not a driver rollout state of version 1"):
+    with pytest.raises(R.RolloutError, match="is not a driver rollout state of version 2"):
         R.read_state(str(other))
 
 
@@ -180,7 +194,8 @@ def test_the_action_returns_the_plan_and_the_batches_as_a_fact(tmp_path):
                      "report_dir": str(tmp_path)}).run(task_vars={})
     assert result["changed"] is False and "failed" not in result
     assert result["ansible_facts"] == {"gpufleet_driver_batches": [1, "10%", "100%"]}
-    assert os.path.dirname(result["state_file"]) == str(tmp_path)
+    assert os.path.dirname(result["state_file"]) == result["run_dir"]
+    assert os.path.dirname(result["run_dir"]) == str(tmp_path)
 
 
 def test_the_action_fails_the_task_with_the_step_and_the_reason(tmp_path):

@@ -22,6 +22,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.audit import run as 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit import facts_validation
 from ansible_collections.gpufleet.core.plugins.plugin_utils import run_folder
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.facts_validation import SCHEMA_PATH
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import diagnose
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import diagnose_fleet
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.fleet_view import fleet_view
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_step import policy_digest
@@ -190,10 +191,11 @@ def test_with_the_policy_the_host_is_diagnosed_in_the_worker_and_the_report_read
 def test_a_diagnosis_that_fails_in_the_worker_is_left_to_the_report_with_a_warning(tmp_path, monkeypatch):
     def broken(*_args):
         raise KeyError("thresholds")
-    monkeypatch.setattr(action_module, "host_diagnosis", broken)
+    monkeypatch.setattr(diagnose, "diagnose_host", broken)
     result, _calls = run_action({"run_dir": str(tmp_path), "policy": {"thresholds": None}})
     assert "gpufleet_diagnosis" not in result and result["ansible_facts"]["gpufleet"] == FACTS
-    assert result["warnings"] == ["the host was not diagnosed in the worker: 'thresholds'"]
+    assert result["warnings"] == ["the host was not diagnosed in the worker: the host's facts could not be diagnosed "
+                                  "(KeyError: 'thresholds'); report this with its facts"]
 
 
 def test_the_file_name_is_the_one_audit_report_gives_among_the_plays_hosts(tmp_path):

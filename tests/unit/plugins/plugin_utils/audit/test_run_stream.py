@@ -8,20 +8,17 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.core.plugins.action.gpu_facts import write_host_facts
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit import run as audit_run
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.correlate import correlate
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import FleetDiagnosis, diagnose_fleet
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.fleet_view import fleet_view
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_step import (
-    DIAGNOSIS_KEY, accepted_diagnosis, host_diagnosis, policy_digest)
-from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (
-    FACTS_FILE_KEY, facts_file_names, facts_file_text)
+    DIAGNOSIS_KEY, accepted_diagnosis, host_diagnosis, policy_digest, worker_step)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import FACTS_FILE_KEY, facts_file_text
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.history import (
     DRIFT_RULES, TREND_RULES, HistoryContext, run_rules)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline_template import group_profile
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import host_counters
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import STORE_EXTRACT_KEY
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.history_step import CounterRow
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings
 from tests.support.demo_fleet import HOSTS, demo_audit, demo_policy
@@ -126,14 +123,10 @@ def test_the_history_rules_and_baseline_templates_read_the_same_from_views(host)
 
 
 def slim_result(result, run_dir, host, hosts, policy=None):
-    """The result the gpu_facts action returns with keep_facts=false: its facts written by the worker's code, and
-    with policy, the host diagnosed by it too."""
-    facts = result["ansible_facts"]["gpufleet"]
-    name = facts_file_names(hosts)[host]
-    slim = {"changed": False}
-    if policy is not None:
-        slim[DIAGNOSIS_KEY] = host_diagnosis(host, result, policy)
-    slim[FACTS_FILE_KEY], slim[STORE_EXTRACT_KEY] = write_host_facts(run_dir, name, facts)
+    """The result the gpu_facts action returns with keep_facts=false, made by the action's own step (worker_step):
+    its facts checked and written to its facts file, and with policy, the host diagnosed."""
+    slim = worker_step(copy.deepcopy(result), host, hosts, run_dir, policy, keep_facts=False)
+    assert "warnings" not in slim and "failed" not in slim, slim
     return slim
 
 

@@ -51,6 +51,15 @@ def test_the_recorded_run_counts_hosts_collections_and_verdicts():
     assert progress.finished and progress.reporting
     assert progress.audit_stats()["report_dir"].startswith("/srv/gpufleet/reports/")
     assert progress.audit_stats()["hosts_not_audited"] == ["down-03"]
+    # an artifact written before issue 26 names the run folder report_dir only
+    assert "run_dir" not in progress.audit_stats() and progress.run_dir() == progress.audit_stats()["report_dir"]
+
+
+def test_the_run_folder_is_the_artifacts_run_dir():
+    progress = AuditProgress(clock=FakeClock())
+    assert progress.run_dir() is None
+    progress.artifacts["gpufleet_audit"] = {"run_dir": "/r/20261206T161400Z", "report_dir": "/r/older"}
+    assert progress.run_dir() == "/r/20261206T161400Z"
 
 
 def test_the_total_is_known_before_any_host_is_collected():

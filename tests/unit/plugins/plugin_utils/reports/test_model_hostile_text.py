@@ -119,7 +119,7 @@ def test_terminal_summary_escapes_hosts_causes_run_id_and_policy_errors():
     cause = {"id": "driver:x", "kind": "driver", "layer": "driver", "severity": "critical",
              "summary": "Xid 79 on " + ANSI + BIDI + C1, "hosts": list(HOSTILE), "evidence": {}, "action": CR}
     run = dict(RUN, id="run" + TITLE, policy_errors=["gpufleet_policy: " + CR + NUL])
-    text = render_terminal(build_report(run, hosts, {}, [cause]), report_dir="/r/" + ANSI)
+    text = render_terminal(build_report(run, hosts, {}, [cause]), run_dir="/r/" + ANSI)
     assert_printable(text)
     for visible in VISIBLE:
         assert visible in text

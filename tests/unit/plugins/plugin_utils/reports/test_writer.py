@@ -356,7 +356,7 @@ def test_terminal_summary(demo_report):
 def test_terminal_stays_short_for_a_big_fleet():
     run, hosts, findings, causes = large_inputs(3000, cause_count=9)
     report = build_report(run, hosts, findings, causes)
-    lines = render_terminal(report, report_dir="/r/x").splitlines()
+    lines = render_terminal(report, run_dir="/r/x").splitlines()
     assert len(lines) <= 30
     assert "  ... and 4 more causes (see report.html)" in lines
     unreachable = [line for line in lines if line.startswith("Unreachable (31): ")][0]
