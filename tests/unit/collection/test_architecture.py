@@ -57,7 +57,6 @@ IMPORT_RULES = (
 # imports go with i26-store, the actions' imports of each other with i26-folder.
 PENDING = {
     ("plugin_utils/store",): "i26-store",
-    ("action",): "i26-folder",
 }
 # The files whose imports inside functions i26-store moves or explains (store/, the audit's history and aggregate,
 # the store's commands), with its mark as above.
