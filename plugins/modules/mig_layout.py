@@ -193,8 +193,9 @@ from ansible_collections.gpufleet.core.plugins.module_utils.host_io import nvidi
 from ansible_collections.gpufleet.core.plugins.module_utils.mig_plan import (
     NEW_GI, MigConfigError, actual_layout, canonical_profile_name, feasibility_reasons, gpu_plan, instance_steps,
     layout_matches, parse_profile, step_command)
+from ansible_collections.gpufleet.core.plugins.module_utils.args_common import nvidia_smi_spec
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_host import (
-    NvidiaSmiHostError, busy_among, check_present, diff_text, nvidia_smi_argument_spec, on_off, pids, processes_known,
+    NvidiaSmiHostError, busy_among, check_present, diff_text, on_off, pids, processes_known,
     refuse_busy, refuse_unknown, stringify, unknown_among)
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_host import read_gpus as read_nvidia_smi
 
@@ -211,7 +212,7 @@ ARGUMENT_SPEC = dict(
     profiles=dict(type="dict"),
     allow_drain=dict(type="bool", default=False),
     reset=dict(type="bool", default=False),
-    **nvidia_smi_argument_spec(timeout=300)
+    **nvidia_smi_spec(timeout=300)
 )
 
 CHANGE = "MIG layout"
