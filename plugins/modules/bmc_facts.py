@@ -32,6 +32,8 @@ requirements:
   - C(ipmitool) where the module runs.
 extends_documentation_fragment:
   - gpufleet.core.bmc_connection
+  - gpufleet.core.attributes
+  - gpufleet.core.attributes.platform
 options:
   window_hours:
     description: Event-log records of the last this many hours are returned (records without a time too).
@@ -56,11 +58,12 @@ options:
     default: true
 attributes:
   check_mode:
-    description: Reads only; behaves the same in check mode.
     support: full
+    details: Reads only; behaves the same in check mode.
   diff_mode:
-    description: Changes nothing, so there is no diff.
     support: none
+  platform:
+    platforms: posix
 seealso:
   - module: gpufleet.core.gpu_facts
 """

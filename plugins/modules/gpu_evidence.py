@@ -115,13 +115,17 @@ options:
   fixture:
     description: Fixture file on the target, for O(source=replay).
     type: path
+extends_documentation_fragment:
+  - gpufleet.core.attributes
+  - gpufleet.core.attributes.platform
 attributes:
   check_mode:
-    description: Runs the same read-only commands in check mode; O(bug_report) is skipped.
     support: full
+    details: Runs the same read-only commands in check mode; O(bug_report) is skipped.
   diff_mode:
-    description: Changes nothing, so there is no diff.
     support: none
+  platform:
+    platforms: linux
 notes:
   - Reading the whole journal and the BMC usually needs root (C(become)).
 seealso:

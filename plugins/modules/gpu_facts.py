@@ -220,16 +220,20 @@ options:
     default: true
 extends_documentation_fragment:
   - gpufleet.core.bmc_connection.inventory
+  - gpufleet.core.attributes
+  - gpufleet.core.attributes.facts
+  - gpufleet.core.attributes.platform
 attributes:
   check_mode:
-    description: Can run in check mode and return the same facts; O(record) writes nothing then.
     support: full
+    details: Can run in check mode and return the same facts; O(record) writes nothing then.
   diff_mode:
-    description: Changes nothing, so there is no diff.
     support: none
   facts:
-    description: Returns facts under C(ansible_facts.gpufleet).
     support: full
+    details: Under C(ansible_facts.gpufleet).
+  platform:
+    platforms: linux
 notes:
   - Facts are returned under C(ansible_facts.gpufleet); the schema version is in C(gpufleet.schema_version).
   - Reading the kernel log may need root (C(become)) on hosts that restrict C(dmesg).

@@ -49,13 +49,17 @@ options:
     default: false
 extends_documentation_fragment:
   - gpufleet.core.nvidia_smi
+  - gpufleet.core.attributes
+  - gpufleet.core.attributes.platform
 attributes:
   check_mode:
-    description: Reports the GPUs and commands that would change, and changes nothing.
     support: full
+    details: Reports the GPUs and commands that would change, and changes nothing.
   diff_mode:
-    description: Shows the modes of the selected GPUs before and after.
     support: full
+    details: Shows the modes of the selected GPUs before and after.
+  platform:
+    platforms: linux
 seealso:
   - name: nvidia-smi documentation
     description: The -pm and -c options.

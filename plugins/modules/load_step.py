@@ -89,10 +89,17 @@ notes:
   - Service mode runs the unit's first C(ExecStart=) command as the module's user with the unit's C(Environment=)
     (not C(EnvironmentFile=), C(User=) or the unit's cgroup limits); a service that needs those is driven through a
     load command instead.
+extends_documentation_fragment:
+  - gpufleet.core.attributes
+  - gpufleet.core.attributes.platform
 attributes:
   check_mode:
-    description: In check mode it returns the plan (command line, environment, seconds) and starts nothing.
     support: full
+    details: In check mode it returns the plan (command line, environment, seconds) and starts nothing.
+  diff_mode:
+    support: none
+  platform:
+    platforms: linux
 seealso:
   - module: gpufleet.core.gpu_facts
 """

@@ -94,13 +94,17 @@ options:
     default: 300
 extends_documentation_fragment:
   - gpufleet.core.nvidia_smi
+  - gpufleet.core.attributes
+  - gpufleet.core.attributes.platform
 attributes:
   check_mode:
-    description: Reads the state and returns the plan (C(commands)) without running it.
     support: full
+    details: Reads the state and returns the plan (C(commands)) without running it.
   diff_mode:
-    description: Shows the layout of the managed GPUs before and after.
     support: full
+    details: Shows the layout of the managed GPUs before and after.
+  platform:
+    platforms: linux
 notes:
   - Compute instances are created with the C(nvidia-smi mig -cci) profile ids (0 for one slice, 1 for two,
     2 for three, 3 for four, 4 for seven, 5 for eight, 6 for six), as C(nvidia-smi mig -lcip) lists them.
