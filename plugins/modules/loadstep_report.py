@@ -53,7 +53,7 @@ attributes:
   diff_mode:
     support: none
 seealso:
-  - module: gpufleet.core.load_step
+  - module: gpufleet.core.loadstep
 """
 
 EXAMPLES = r"""
