@@ -42,7 +42,7 @@ options:
     description:
       - The desired layout of each GPU to manage, by NVML index (as C(nvidia-smi) numbers GPUs). GPUs not
         listed are left alone.
-      - The C(gpufleet.core.mig_desired) filter computes this list from the policy's C(mig.config) and
+      - The C(gpufleet.core.desired_mig_layout) filter computes this list from the policy's C(mig.config) and
         C(mig.selected).
     type: list
     elements: dict
@@ -263,7 +263,7 @@ def desired_by_index(params):
 
 def read_gpus(host, timeout):
     """{index: gpus[] fact} from nvidia-smi -q -x, -lgi and -lci; NvidiaSmiHostError when the state is not known."""
-    return read_nvidia_smi(host, timeout, "the GPUs' MIG state", require_complete=True)
+    return read_nvidia_smi(host, timeout, "the GPUs' MIG layout", require_complete=True)
 
 
 def layout_summary(gpu):

@@ -1,6 +1,7 @@
-"""A module renamed for one name per concept keeps working under its old name, deprecated (meta/runtime.yml
-plugin_routing): load_step is gpufleet.core.loadstep, as the loadstep playbook, the loadstep/ wing and
-loadstep_report (issue 26)."""
+"""A plugin renamed for one name per concept keeps working under its old name, deprecated (meta/runtime.yml
+plugin_routing): the module load_step is gpufleet.core.loadstep, as the loadstep playbook, the loadstep/ wing and
+loadstep_report; the filter mig_desired is gpufleet.core.desired_mig_layout, as the MIG layout it gives
+(issue 26)."""
 
 import os
 import subprocess
@@ -50,3 +51,28 @@ def test_the_playbooks_call_the_module_by_its_name():
             text = handle.read()
         assert "gpufleet.core.loadstep:" in text, path
         assert "gpufleet.core.load_step:" not in text, path
+
+
+def test_the_old_filter_name_gives_the_desired_mig_layout_with_a_deprecation_warning(tmp_path):
+    play = [{
+        "hosts": "localhost",
+        "gather_facts": False,
+        "tasks": [{"name": "Keep the layout", "ansible.builtin.copy": {
+            "content": "{{ {'gpus': []} | gpufleet.core.mig_desired({'mig': {'config': none, 'selected': 'x'}})"
+                       " | to_json }}",
+            "dest": "{{ playbook_dir }}/layout.json", "mode": "0600"}, "check_mode": False}],
+    }]
+    result = run_check_mode(tmp_path, play)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert ('"gpufleet.core.mig_desired" has been deprecated. The filter is named gpufleet.core.desired_mig_layout'
+            in output)
+    layout = yaml.safe_load((tmp_path / "layout.json").read_text())
+    assert layout == {"selected": "x", "gpus": [], "profiles": None, "models": {}}
+
+
+def test_the_mig_layout_role_calls_the_filter_by_its_name():
+    with open(os.path.join(ROOT, "roles", "mig_layout", "tasks", "main.yml")) as handle:
+        text = handle.read()
+    assert "gpufleet.core.desired_mig_layout(" in text
+    assert "mig_desired(" not in text
