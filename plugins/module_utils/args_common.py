@@ -8,6 +8,7 @@ in plugins/doc_fragments/ (as kubernetes.core's args_common.py and its k8s_* fra
 - BMC_CONNECTION_SPEC: how to reach a BMC over the network (bmc_facts); doc fragment gpufleet.core.bmc_connection.
 - inventory_bmc_spec(): the same options named bmc_*, none required, as gpu_facts (its action plugin) takes them from
   the inventory; doc fragment gpufleet.core.bmc_connection.inventory.
+- kernel_log_spec(): where the kernel log is read from (gpu_facts, gpu_evidence); doc fragment gpufleet.core.kernel_log.
 - WINDOW_HOURS: how many hours back events count when nothing says otherwise (the kernel log gpu_facts reads, the
   BMC event log bmc_facts reads, the policy's thresholds.xid_window_hours). A module's documentation cannot import it,
   so tests/unit/plugins/doc_fragments/test_args_common.py checks every documented default against it.
@@ -35,6 +36,8 @@ BMC_CONNECTION_SPEC = dict(
 )
 INVENTORY_BMC_PREFIX = "bmc_"
 
+KERNEL_LOG_SOURCES = ("auto", "journalctl", "dmesg", "files")
+
 
 def inventory_bmc_spec():
     """BMC_CONNECTION_SPEC with each option named bmc_<option> and none required: a host the inventory gives no
@@ -45,6 +48,14 @@ def inventory_bmc_spec():
         argument.pop("required", None)
         spec[INVENTORY_BMC_PREFIX + name] = argument
     return spec
+
+
+def kernel_log_spec():
+    """The options that say where the kernel log is read from."""
+    return dict(
+        kernel_log_source=dict(type="str", default="auto", choices=list(KERNEL_LOG_SOURCES)),
+        kernel_log_files=dict(type="list", elements="path", default=[]),
+    )
 
 
 def nvidia_smi_spec(timeout=60):

@@ -22,7 +22,7 @@ import collections
 import re
 import time
 
-from ansible_collections.gpufleet.core.plugins.module_utils.args_common import WINDOW_HOURS
+from ansible_collections.gpufleet.core.plugins.module_utils.args_common import KERNEL_LOG_SOURCES, WINDOW_HOURS
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
     add_error, normalize_pci_bus_id, printable)
 
@@ -729,7 +729,7 @@ class EventBounds:
 
 # --- collection -------------------------------------------------------------------------
 
-SOURCES = ("auto", "journalctl", "dmesg", "files")
+SOURCES = KERNEL_LOG_SOURCES
 
 
 def journalctl_argv(path, window_hours):

@@ -103,22 +103,6 @@ options:
         its process group are killed and it is reported in C(errors). Never more than what is left of O(timeout).
     type: int
     default: 20
-  kernel_log_source:
-    description:
-      - Where kernel log events (Xid, fallen off the bus, API mismatch, NVSwitch errors (SXid)) are read from.
-      - V(auto) uses C(journalctl -k), then C(dmesg). V(files) reads O(kernel_log_files).
-    type: str
-    choices: [auto, journalctl, dmesg, files]
-    default: auto
-  kernel_log_files:
-    description:
-      - Log files to read when O(kernel_log_source=files), for example C(/var/log/kern.log) or a saved C(dmesg).
-      - Read are classic syslog lines, ISO 8601 times with or without a zone, C(YYYY-MM-DD HH:MM:SS,mmm), RFC 5424,
-        C(dmesg --ctime), C(dmesg --decode), raw C(dmesg) and C(/dev/kmsg) records; NVRM lines in any other format
-        are counted in C(kernel_log.unplaced_lines) with an entry in C(errors).
-    type: list
-    elements: path
-    default: []
   kernel_log_window_hours:
     description:
       - Only kernel log events from the last this many hours are returned. Events without a time are kept.
@@ -219,6 +203,7 @@ options:
     type: bool
     default: true
 extends_documentation_fragment:
+  - gpufleet.core.kernel_log
   - gpufleet.core.bmc_connection.inventory
   - gpufleet.core.attributes
   - gpufleet.core.attributes.facts
@@ -2468,7 +2453,7 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.gpufleet.core.plugins.module_utils.args_common import WINDOW_HOURS, inventory_bmc_spec
+from ansible_collections.gpufleet.core.plugins.module_utils.args_common import WINDOW_HOURS, inventory_bmc_spec, kernel_log_spec
 from ansible_collections.gpufleet.core.plugins.module_utils.collector import (
     Collection, CollectionError, validate_fixture)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import module_host
@@ -2532,8 +2517,7 @@ def main():
             gather_subset=dict(type="list", elements="str", default=["all"]),
             timeout=dict(type="int", default=60),
             command_timeout=dict(type="int", default=20),
-            kernel_log_source=dict(type="str", default="auto", choices=["auto", "journalctl", "dmesg", "files"]),
-            kernel_log_files=dict(type="list", elements="path", default=[]),
+            **kernel_log_spec(),
             kernel_log_window_hours=dict(type="int", default=WINDOW_HOURS),
             services=dict(type="list", elements="str", default=[]),
             pressure_sample_seconds=dict(type="int", default=3),

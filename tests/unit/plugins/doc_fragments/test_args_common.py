@@ -9,8 +9,9 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.core.plugins.action import gpu_facts as gpu_facts_action
-from ansible_collections.gpufleet.core.plugins.doc_fragments import bmc_connection, nvidia_smi
+from ansible_collections.gpufleet.core.plugins.doc_fragments import bmc_connection, kernel_log, nvidia_smi
 from ansible_collections.gpufleet.core.plugins.module_utils import args_common, bmc_lan
+from ansible_collections.gpufleet.core.plugins.module_utils import kernel_log as kernel_log_reader
 from ansible_collections.gpufleet.core.plugins.modules import gpu_mode, mig_layout
 from tests.support.ansible_doc import rendered_docs
 from tests.support.schema_check import ROOT
@@ -22,6 +23,7 @@ TWINS = [
     (bmc_connection.ModuleDocFragment.DOCUMENTATION, args_common.BMC_CONNECTION_SPEC),
     (bmc_connection.ModuleDocFragment.INVENTORY, args_common.inventory_bmc_spec()),
     (nvidia_smi.ModuleDocFragment.DOCUMENTATION, args_common.nvidia_smi_spec()),
+    (kernel_log.ModuleDocFragment.DOCUMENTATION, args_common.kernel_log_spec()),
 ]
 
 
@@ -36,7 +38,7 @@ def assert_documents(options, spec):
         assert documented_as(options[name]) == documented_as(argument), name
 
 
-@pytest.mark.parametrize("fragment, spec", TWINS, ids=["bmc_connection", "bmc_connection.inventory", "nvidia_smi"])
+@pytest.mark.parametrize("fragment, spec", TWINS, ids=["bmc_connection", "bmc_connection.inventory", "nvidia_smi", "kernel_log"])
 def test_each_shared_spec_is_documented_by_its_twin_fragment(fragment, spec):
     assert_documents(yaml.safe_load(fragment)["options"], spec)
 
@@ -69,18 +71,39 @@ def test_a_read_without_bmc_facts_argument_spec_gets_its_defaults():
 
 
 def test_the_modules_document_exactly_the_options_they_accept():
-    docs = rendered_docs("module", ["bmc_facts", "gpu_facts", "gpu_mode", "mig_layout"])
+    docs = rendered_docs("module", ["bmc_facts", "gpu_evidence", "gpu_facts", "gpu_mode", "mig_layout"])
     assert_documents(docs["bmc_facts"]["options"],
                      dict(args_common.BMC_CONNECTION_SPEC, **bmc_lan.BMC_READ_SPEC))
     gpu_facts_bmc = dict((name, entry) for name, entry in docs["gpu_facts"]["options"].items()
                          if name.startswith("bmc_"))
     assert_documents(gpu_facts_bmc, args_common.inventory_bmc_spec())
+    for name in ("gpu_evidence", "gpu_facts"):
+        kernel_log_options = dict((option, entry) for option, entry in docs[name]["options"].items()
+                                  if option in ("kernel_log_source", "kernel_log_files"))
+        assert_documents(kernel_log_options, args_common.kernel_log_spec())
     assert_documents(docs["gpu_mode"]["options"], gpu_mode.ARGUMENT_SPEC)
     assert_documents(docs["mig_layout"]["options"], mig_layout.ARGUMENT_SPEC)
 
 
 def test_the_bmc_connection_options_are_declared_in_args_common_only():
     declared = re.compile(r"""["']?(cipher_suite|interface)["']?\s*[=:]\s*(dict\(|\{)""")
+    places = []
+    for path in glob.glob(os.path.join(ROOT, "plugins", "*", "*.py")):
+        with open(path) as handle:
+            if declared.search(handle.read()):
+                places.append(os.path.relpath(path, ROOT))
+    assert places == ["plugins/module_utils/args_common.py"]
+
+
+def test_the_kernel_log_reader_takes_the_sources_the_option_offers():
+    assert kernel_log_reader.SOURCES is args_common.KERNEL_LOG_SOURCES
+    assert args_common.kernel_log_spec()["kernel_log_source"]["choices"] == ["auto", "journalctl", "dmesg", "files"]
+    first, second = args_common.kernel_log_spec(), args_common.kernel_log_spec()
+    assert first["kernel_log_files"]["default"] is not second["kernel_log_files"]["default"]
+
+
+def test_the_kernel_log_options_are_declared_in_args_common_only():
+    declared = re.compile(r"""kernel_log_source["']?\s*[=:]\s*(dict\(|\{)""")
     places = []
     for path in glob.glob(os.path.join(ROOT, "plugins", "*", "*.py")):
         with open(path) as handle:
