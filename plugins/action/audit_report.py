@@ -14,8 +14,8 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import FIXABLE_ROLES
 from ansible_collections.gpufleet.core.plugins.modules.audit_report import ARGUMENT_SPEC
-from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.run import (accepted_unreachable, host_verdicts,
-    run_audit)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.run import (
+    accepted_unreachable, host_verdicts, run_audit)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.orchestration import orchestration
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.remediation import (
     compare, fixes_by_host, load_report, render_summary)

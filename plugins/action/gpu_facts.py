@@ -44,8 +44,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.facts_validati
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.host_clock import measured_offset
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_step import DIAGNOSIS_KEY, host_diagnosis
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_summary import collection_status
-from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (FACTS_FILE_KEY, facts_file_names,
-    facts_file_text, write_facts_file)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (
+    FACTS_FILE_KEY, facts_file_names, facts_file_text, write_facts_file)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import STORE_EXTRACT_KEY, host_extract
 
 # options only this action reads; removed from the module's arguments (the module documents them)

@@ -64,10 +64,10 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rollout import drain
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rollout import plan
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import knowledge_loader
 
 
 def _knowledge(policy):
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import knowledge_loader
     return knowledge_loader()(policy)
 
 

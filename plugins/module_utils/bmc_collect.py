@@ -32,6 +32,7 @@ def new_bmc(source, address=None):
         "inlet_temperature_c": None, "exhaust_temperature_c": None,
         "power_draw_w": None, "power_draw_source": None,
         "clock_offset_s": None,
+        "leak_detectors": [],
         "sel": None,
         "errors": [],
     }
@@ -89,6 +90,7 @@ def _add_error(bmc, args, reason):
 def read_bmc(reader, bmc, now, window_hours):
     """Fills bmc from the reader's answers; each query that fails is an entry in bmc.errors and the
     status says how much was read (complete, partial, failed)."""
+    # here, not at the top: only a host whose BMC answered compiles the parsers (the note at the top)
     from ansible_collections.gpufleet.core.plugins.module_utils.ipmi_sel import (
         parse_sel, parse_sel_clock, window_events)
     from ansible_collections.gpufleet.core.plugins.module_utils.ipmi_sensors import parse_dcmi_power
@@ -142,6 +144,7 @@ def _add_problems(bmc, args, problems):
 
 def fill_sensors(bmc, sdr_text):
     """Fills bmc from the SDR's text; returns what of it could not be read."""
+    # here, not at the top: only a host whose BMC answered compiles the parsers (the note at the top)
     from ansible_collections.gpufleet.core.plugins.module_utils.ipmi_sensors import (
         MAX_SENSORS, parse_sdr, summarize_sensors)
     problems = []

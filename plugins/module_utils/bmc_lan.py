@@ -21,7 +21,9 @@ from ansible.module_utils.urls import open_url
 from ansible_collections.gpufleet.core.plugins.module_utils.args_common import BMC_CONNECTION_SPEC, WINDOW_HOURS
 from ansible_collections.gpufleet.core.plugins.module_utils.bmc_collect import (
     BmcReader, lan_arguments, new_bmc, read_bmc)
-from ansible_collections.gpufleet.core.plugins.module_utils.redfish_chassis import summarize_redfish
+from ansible_collections.gpufleet.core.plugins.module_utils.ipmi_sel import window_events
+from ansible_collections.gpufleet.core.plugins.module_utils.redfish_chassis import (
+    MAX_LOG_PAGES, parse_log_entries, summarize_redfish)
 
 IPMI_PORT = 623
 REDFISH_PORT = 443
@@ -93,22 +95,122 @@ def _chassis_path(client, chassis):
     return first, None
 
 
-def read_redfish_bmc(client, address, chassis=None):
-    """The bmc facts of one chassis from its Power and Thermal documents."""
+# Members of a collection (power supplies, leak detectors) read one by one, at most
+MAX_MEMBERS = 32
+# The chassis's links read, and the summarize_redfish argument each document goes to
+CHASSIS_DOCUMENTS = (("Power", "power"), ("Thermal", "thermal"), ("PowerSubsystem", "power_subsystem"),
+                     ("ThermalSubsystem", None), ("EnvironmentMetrics", "environment_metrics"))
+
+
+def _link(document, key):
+    """The @odata.id of document's key ({"Power": {"@odata.id": ...}}), or None."""
+    value = document.get(key) if isinstance(document, dict) else None
+    target = value.get("@odata.id") if isinstance(value, dict) else None
+    return target if isinstance(target, str) and target else None
+
+
+class RedfishWalk:
+    """GETs of one read: the documents fetched, and each linked document that failed as an error of bmc."""
+
+    def __init__(self, client, bmc):
+        self.client, self.bmc = client, bmc
+
+    def get(self, path):
+        document, reason = self.client.get(path)
+        if reason:
+            self.bmc["errors"].append({"call": "GET %s" % path, "reason": reason})
+            return None
+        return document
+
+    def linked(self, document, key):
+        path = _link(document, key)
+        return self.get(path) if path else None
+
+    def members(self, collection):
+        """The member documents of a collection: inline when the service expanded them, else one GET each."""
+        found = []
+        for member in (collection or {}).get("Members") or () if isinstance(collection, dict) else ():
+            if not isinstance(member, dict) or len(found) >= MAX_MEMBERS:
+                continue
+            if "Status" in member or "@odata.id" not in member:
+                found.append(member)
+            else:
+                document = self.get(member["@odata.id"])
+                if isinstance(document, dict):
+                    found.append(document)
+        return found
+
+
+def _chassis_documents(walk, path):
+    """{summarize_redfish argument: document} of one chassis: what its document links (the legacy Power and Thermal,
+    PowerSubsystem and its PowerSupplies, ThermalSubsystem's ThermalMetrics and LeakDetection with its
+    LeakDetectors, EnvironmentMetrics). A service that does not give the chassis document is read at the legacy
+    paths."""
+    chassis, _reason = walk.client.get(path)
+    if not isinstance(chassis, dict):
+        chassis = {"Power": {"@odata.id": path + "/Power"}, "Thermal": {"@odata.id": path + "/Thermal"}}
+    documents = {}
+    for key, argument in CHASSIS_DOCUMENTS:
+        document = walk.linked(chassis, key)
+        if argument and document is not None:
+            documents[argument] = document
+        if key == "PowerSubsystem" and document is not None:
+            documents["power_supplies"] = walk.members(walk.linked(document, "PowerSupplies"))
+        if key == "ThermalSubsystem" and document is not None:
+            documents["thermal_metrics"] = walk.linked(document, "ThermalMetrics")
+            leak_detection = walk.linked(document, "LeakDetection")
+            documents["leak_detection"] = leak_detection
+            documents["leak_detectors"] = walk.members(walk.linked(leak_detection, "LeakDetectors"))
+    return documents
+
+
+def _sel_entries_path(client):
+    """The Entries of the first system's SEL log service, or None when the service has none."""
+    systems, _reason = client.get("/redfish/v1/Systems")
+    members = (systems or {}).get("Members") if isinstance(systems, dict) else None
+    system = members[0].get("@odata.id") if members and isinstance(members[0], dict) else None
+    services, _reason = client.get(system + "/LogServices") if system else (None, None)
+    for member in (services or {}).get("Members") or () if isinstance(services, dict) else ():
+        target = member.get("@odata.id") if isinstance(member, dict) else None
+        if isinstance(target, str) and target.rstrip("/").rsplit("/", 1)[-1].lower() == "sel":
+            return target.rstrip("/") + "/Entries"
+    return None
+
+
+def read_redfish_sel(walk, now, window_hours):
+    """The SEL of the window from its LogEntryCollection, every page (@odata.nextLink) up to MAX_LOG_PAGES; None when
+    the service has no SEL or its first page could not be read."""
+    path = _sel_entries_path(walk.client)
+    records, pages = [], 0
+    while path and pages < MAX_LOG_PAGES:
+        page = walk.get(path)
+        if page is None:
+            if not pages:
+                return None
+            break
+        found, path = parse_log_entries(page)
+        records += found
+        pages += 1
+    if not pages:
+        return None
+    return dict(window_events(records, now, window_hours), window_hours=window_hours)
+
+
+def read_redfish_bmc(client, address, chassis=None, now=None, window_hours=WINDOW_HOURS):
+    """The bmc facts of one chassis from the documents it links, and the SEL of its system."""
     bmc = new_bmc("redfish", address)
     path, reason = _chassis_path(client, chassis)
     if path is None:
         bmc["errors"].append({"call": "GET /redfish/v1/Chassis", "reason": reason})
         bmc["status"], bmc["reasons"] = "failed", ["the Redfish service did not answer: %s" % reason]
         return bmc
-    documents = {}
-    for name in ("Power", "Thermal"):
-        documents[name], reason = client.get("%s/%s" % (path, name))
-        if reason:
-            bmc["errors"].append({"call": "GET %s/%s" % (path, name), "reason": reason})
-    bmc.update(summarize_redfish(documents["Power"], documents["Thermal"]))
+    walk = RedfishWalk(client, bmc)
+    documents = _chassis_documents(walk, path)
+    bmc.update(summarize_redfish(**documents))
+    bmc["sel"] = read_redfish_sel(walk, now, window_hours)
     if bmc["errors"]:
-        bmc["status"] = "failed" if len(bmc["errors"]) == 2 else "partial"
+        read_any = any(document for document in documents.values()) or bmc["sel"] is not None
+        bmc["status"] = "partial" if read_any else "failed"
         bmc["reasons"] = ["%s: %s" % (error["call"], error["reason"]) for error in bmc["errors"]]
     return bmc
 
@@ -122,7 +224,8 @@ def read_bmc_over_lan(host, params):
     """The bmc facts of params' BMC (bmc_facts' options: address, user, password, protocol, ...), read from host
     (a LiveHost of the controller): Redfish, or ipmitool (params' ipmitool, else found on the host's PATH)."""
     if params["protocol"] == "redfish":
-        return read_redfish_bmc(redfish_client(params), params["address"], params["redfish_chassis"])
+        return read_redfish_bmc(redfish_client(params), params["address"], params["redfish_chassis"], host.now(),
+                                params["window_hours"])
     ipmitool = params["ipmitool"] or host.find_bin("ipmitool")
     if not ipmitool:
         bmc = new_bmc("lan", params["address"])

@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import contextlib
 import copy
+import ctypes
 import datetime
 import re
 import threading
@@ -255,6 +256,7 @@ class Collection:
     def _collect_nvml_with_deadline(self, pynvml, facts):
         """NVML calls can hang on a GPU that fell off the bus. The worker fills its own
         facts; after the deadline it is left behind and a copy of what it finished is kept."""
+        # here, not at the top: only a host collected through NVML compiles it (the note at the top)
         from ansible_collections.gpufleet.core.plugins.module_utils.nvml_collect import collect_nvml
         fixture_miss = _nvml_fixture().FixtureMiss
         outcome = {}
@@ -320,11 +322,11 @@ class Collection:
 
 
 def _load_library(name):
-    import ctypes
     return ctypes.CDLL(name)
 
 
 def _nvml_fixture():
+    # here, not at the top: only a recording or a replay compiles it (the note at the top)
     from ansible_collections.gpufleet.core.plugins.module_utils import nvml_fixture
     return nvml_fixture
 

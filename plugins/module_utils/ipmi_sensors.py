@@ -1,14 +1,17 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The BMC's sensors as ipmitool prints them (`ipmitool sdr elist`, the 3-column `ipmitool sdr`,
-`ipmitool dcmi power reading`), and what they say about fans, power supplies, redundancy,
-inlet and exhaust temperature and power draw.
+"""The BMC's sensors as ipmitool prints them (`ipmitool sdr elist`, the 3-column `ipmitool sdr` / `sdr list`,
+the 10-column `ipmitool sensor`, `ipmitool dcmi power reading`), and what they say about fans, power supplies,
+redundancy, inlet and exhaust temperature and power draw.
 
 Discrete sensors (a power supply, a redundancy group) print status `ok` whatever their state: the
 state is only in the text column ("Presence detected, Failure detected", "Redundancy Lost"), so
-that text is what is read. Threshold sensors carry the BMC's verdict in the status column (`lcr`:
-below the lower critical threshold)."""
+that text is what is read; `ipmitool sensor` prints those states as a bit mask instead ("0x0b00"), read
+by the sensor's name (a power supply, a redundancy group). Threshold sensors carry the BMC's verdict in the
+status column (`lcr`: below the lower critical threshold). `ns` (sdr) and `na` (sensor) mean no reading: a
+sensor the BMC reads nothing from (a fan header with no fan, a part not fitted); with the state "Disabled" the BMC
+itself has turned the sensor off (the host powered off, a part it knows is absent)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -24,16 +27,19 @@ MAX_SENSORS = 256
 # with l/u for the lower or upper threshold.
 CRITICAL_STATUSES = ("cr", "nr", "lcr", "lnr", "ucr", "unr")
 NON_CRITICAL_STATUSES = ("nc", "lnc", "unc")
-UNREADABLE_STATUSES = ("ns",)
+UNREADABLE_STATUSES = ("ns", "na")
+# the discrete-state words of a sensor the BMC has turned off, not one that fails to read
+DISABLED_STATE = "disabled"
 
 _READING_RE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(.*?)\s*$")
 _INTEGER_RE = re.compile(r"^-?\d+$")
 _UNITS = {"rpm": "RPM", "degrees c": "degrees C", "watts": "Watts", "percent": "percent", "volts": "Volts",
           "amps": "Amps", "feet": "feet"}
 _FAN_NAME = re.compile(r"\bfan|\bfans\b|cooling", re.IGNORECASE)
-_PSU_NAME = re.compile(r"\bpsu?\s*\d|\bpsu\b|power\s*supply|\bps\d|pwr\s*supply", re.IGNORECASE)
+_PSU_NAME = re.compile(r"\bpsu?\s*\d|\bpsu?\b|power\s*supply|\bps\d|pwr\s*supply", re.IGNORECASE)
 _INLET_NAME = re.compile(r"inlet|ambient|intake|front\s*panel\s*temp|\bsys(?:tem)?\s*air\s*in", re.IGNORECASE)
 _EXHAUST_NAME = re.compile(r"exhaust|outlet|air\s*out", re.IGNORECASE)
+_TEMPERATURE_NAME = re.compile(r"temp", re.IGNORECASE)
 _POWER_NAME = re.compile(r"power|pwr|consumption|\bwatt", re.IGNORECASE)
 
 # Redundancy states (IPMI generic event/reading type 0Bh), as ipmitool words them.
@@ -47,10 +53,13 @@ LOST_REDUNDANCY = ("lost", "non_redundant")
 
 
 def parse_sdr(text, problems=None):
-    """Sensors of `ipmitool sdr elist` (name | id | status | entity | reading) or of the 3-column
-    `ipmitool sdr` (name | reading | status). Lines of another shape, a last line cut mid-line and readings
+    """Sensors of `ipmitool sdr elist` (name | id | status | entity | reading), of the 3-column
+    `ipmitool sdr` / `sdr list` (name | reading | status), of `ipmitool sensor` (name | reading | unit | status |
+    six thresholds), or of the verbose `ipmitool sdr -v` / `sdr elist -v` / `sensor get` (parse_sdr_verbose). Lines of another shape, a last line cut mid-line and readings
     with a decimal comma (another locale) are not read, and said in problems (a list), when given."""
     problems = [] if problems is None else problems
+    if _VERBOSE_SDR_RE.search(text or ""):
+        return parse_sdr_verbose(text, problems)
     sensors = []
     odd = OddLines("lines of another shape than ipmitool's sensor listing, not read")
     for line in complete_lines(text, problems):
@@ -59,6 +68,9 @@ def parse_sdr(text, problems=None):
             name, sensor_id, status, entity, reading = fields
         elif len(fields) == 3:
             name, reading, status = fields
+            sensor_id = entity = None
+        elif len(fields) == SENSOR_COLUMNS:
+            name, reading, status = fields[0], sensor_reading_text(fields), sensor_status(fields)
             sensor_id = entity = None
         else:
             odd.add(line)
@@ -72,6 +84,141 @@ def parse_sdr(text, problems=None):
         sensors.append(sensor)
     odd.report(problems)
     return sensors
+
+
+# `ipmitool sensor`: name | reading | unit | status | lnr | lcr | lnc | unc | ucr | unr
+SENSOR_COLUMNS = 10
+_HEX_RE = re.compile(r"^0x([0-9a-fA-F]{1,4})$")
+# The discrete states of `ipmitool sensor`'s bit mask (IPMI 2.0 table 42-3), for the sensor types read here
+# by name: power supply (08h) and redundancy (0Bh). Bit n of the 16-bit mask is state n.
+_PSU_STATE_BITS = ("Presence detected", "Failure detected", "Predictive failure", "Power Supply AC lost",
+                   "AC lost or out-of-range", "AC out-of-range, but present", "Configuration error")
+_REDUNDANCY_STATE_BITS = ("Fully Redundant", "Redundancy Lost", "Redundancy Degraded",
+                          "Non-Redundant: Sufficient from Redundant", "Non-Redundant: Sufficient from Insufficient",
+                          "Non-Redundant: Insufficient Resources", "Redundancy Degraded from Fully Redundant",
+                          "Redundancy Degraded from Non-redundant")
+_REDUNDANCY_NAME = re.compile(r"redundan", re.IGNORECASE)
+
+
+def sensor_reading_text(fields):
+    """The reading of an `ipmitool sensor` line in the words of `sdr elist`: "8820 RPM", "no reading", or the
+    discrete states its status mask asserts ("Presence detected, Failure detected")."""
+    name, reading, unit, status = fields[:4]
+    if reading.lower() == "na":
+        return "no reading"
+    if unit.lower() == "discrete":
+        return ", ".join(discrete_states(name, status))
+    number = _READING_RE.match(reading)
+    return "%s %s" % (number.group(1), unit) if number and unit else reading
+
+
+def sensor_status(fields):
+    """ipmitool's status of an `ipmitool sensor` line; a discrete sensor's column is its state mask, not a status."""
+    unit, status = fields[2], fields[3]
+    return "ok" if unit.lower() == "discrete" else status
+
+
+def discrete_states(name, mask_text):
+    """The states a discrete sensor's mask ("0x0b00": bits 0-7 in the first byte, 8-14 in the second) asserts, for
+    a power supply or a redundancy sensor known by its name; nothing for another sensor (its type is not printed)."""
+    match = _HEX_RE.match(mask_text.strip())
+    if match is None:
+        return []
+    digits = match.group(1).rjust(4, "0")
+    mask = int(digits[:2], 16) | (int(digits[2:], 16) << 8)
+    if _REDUNDANCY_NAME.search(name):
+        names = _REDUNDANCY_STATE_BITS
+    elif _PSU_NAME.search(name):
+        names = _PSU_STATE_BITS
+    else:
+        return []
+    return [state for bit, state in enumerate(names) if mask & (1 << bit)]
+
+
+_VERBOSE_SDR_RE = re.compile(r"^Sensor ID\s*:", re.MULTILINE)
+_KEY_VALUE_RE = re.compile(r"^(\S[^:]*?)\s*:\s?(.*)$")
+_SENSOR_ID_RE = re.compile(r"^(.*?)\s*\((0x[0-9a-fA-F]+)\)$")
+_VERBOSE_READING_RE = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(?:\(\+/-\s*[\d.]+\)\s*)?(.*)$")
+
+
+def key_value_blocks(text, first_key):
+    """The blocks of ipmitool's verbose outputs (`sdr -v`, `sel get`): "Key : value" lines, a block starting at
+    each first_key line; a line of only a value (the second "[state]" of "States Asserted") belongs to the key
+    above. Each block is a dict of lists of values, in order; lines before the first block are left out."""
+    blocks, current, last_key = [], None, None
+    for line in (text or "").splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        match = _KEY_VALUE_RE.match(stripped)
+        if match and not stripped.startswith("["):
+            key, value = match.group(1).strip(), match.group(2).strip()
+            if key == first_key:
+                current = {}
+                blocks.append(current)
+            if current is not None:
+                current.setdefault(key, []).append(value)
+                last_key = key
+        elif current is not None and last_key is not None:
+            current[last_key].append(stripped)
+    return blocks
+
+
+def _first_value(block, *keys):
+    for key in keys:
+        for name, values in block.items():
+            if name == key or name.startswith(key + " ("):
+                return values[0] if values else ""
+    return None
+
+
+def _bracketed(values):
+    return [clean_field(value.strip("[]")) for value in values if value.startswith("[")]
+
+
+def parse_sdr_verbose(text, problems=None):
+    """Sensors of `ipmitool sdr -v` (and `sdr elist -v`, `sensor get`): one block per sensor, "Sensor ID : FAN1
+    (0x30)", its Entity ID, Sensor Reading ("6000 (+/- 0) RPM", "0h", "No Reading"), Status (threshold sensors
+    only) and the discrete states under "States Asserted", one "[state]" a line."""
+    problems = [] if problems is None else problems
+    sensors = []
+    for block in key_value_blocks(text, "Sensor ID"):
+        named = _SENSOR_ID_RE.match(clean_field(block["Sensor ID"][0]))
+        name, sensor_id = (named.group(1), named.group(2)) if named else (clean_field(block["Sensor ID"][0]), None)
+        if not name:
+            continue
+        entity = (_first_value(block, "Entity ID") or "").split(" ")[0] or None
+        states = _bracketed(block.get("States Asserted", ()))
+        reading = _verbose_reading(_first_value(block, "Sensor Reading"), states)
+        status = _verbose_status(_first_value(block, "Status"), reading)
+        sensor = _sensor(name, sensor_id, status, entity, reading)
+        if sensor.pop("decimal_comma"):
+            problems.append("reading %r of sensor %r has a decimal comma (another locale): not read" % (reading, name))
+        sensors.append(sensor)
+    return sensors
+
+
+# The verbose listing words its status ("Lower Critical"); the short listings print the abbreviation
+_VERBOSE_STATUSES = {"lower non-recoverable": "lnr", "lower critical": "lcr", "lower non-critical": "lnc",
+                     "upper non-recoverable": "unr", "upper critical": "ucr", "upper non-critical": "unc",
+                     "not available": "ns"}
+
+
+def _verbose_status(text, reading):
+    if not text:
+        return "ns" if reading == "no reading" else "ok"
+    return _VERBOSE_STATUSES.get(text.strip().lower(), clean_field(text).lower())
+
+
+def _verbose_reading(text, states):
+    """The reading of a verbose block in the words of `sdr elist`: "6000 RPM", "no reading", or its states."""
+    text = clean_field(text or "")
+    if not text or text.lower().startswith(("no reading", "not present", "unable", "disabled")):
+        return ", ".join(states) if states else "no reading"
+    number = _VERBOSE_READING_RE.match(text)
+    if number and number.group(2).lower() in _UNITS:
+        return ", ".join(["%s %s" % (number.group(1), number.group(2))] + states)
+    return ", ".join(states)
 
 
 def complete_lines(text, problems):
@@ -145,13 +292,13 @@ def _reading(text):
 
 def sensor_kind(sensor):
     """fan, power_supply, redundancy, temperature, power, voltage or other; the unit decides before the name
-    ("PSU1 Temp" is a temperature, "PSU1 Fan" a fan)."""
+    ("PSU1 Temp" is a temperature, "PSU1 Fan" a fan); a temperature sensor without a reading is still one."""
     name, unit = sensor["name"], sensor["unit"]
     if redundancy_state(sensor) is not None:
         return "redundancy"
     if unit == "RPM" or (_FAN_NAME.search(name) and unit in (None, "percent")):
         return "fan"
-    if unit == "degrees C":
+    if unit == "degrees C" or (unit is None and _TEMPERATURE_NAME.search(name)):
         return "temperature"
     if unit in (None, "Watts", "percent") and (_PSU_NAME.search(name) or _entity_id(sensor) == 10):
         return "power_supply"
@@ -194,6 +341,7 @@ def fan_record(sensor):
         "status": status,
         "failed": status in CRITICAL_STATUSES or stopped or _has_state(sensor, "fail"),
         "slow": status in NON_CRITICAL_STATUSES,
+        "no_reading": status in UNREADABLE_STATUSES and not _has_state(sensor, DISABLED_STATE),
     }
 
 
@@ -206,6 +354,7 @@ def power_supply_record(sensor):
         "failed": _has_state(sensor, "failure detected") or sensor["status"] in CRITICAL_STATUSES,
         "predictive_failure": _has_state(sensor, "predictive failure"),
         "ac_lost": _has_state(sensor, "ac lost") or _has_state(sensor, "input lost"),
+        "offline": False,
         "states": list(sensor["states"]),
     }
 

@@ -424,6 +424,7 @@ def use_library(pynvml_module, lib):
 
 def _pynvml_version():
     try:
+        # here: only a recording asks for pynvml's version, and importlib.metadata is Python 3.8+ (older targets)
         from importlib import metadata
     except ImportError:
         metadata = None

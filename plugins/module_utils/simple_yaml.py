@@ -19,7 +19,7 @@ def _pyyaml():
     """PyYAML, or None where it is not installed; imported on the first load(), not with this file: most hosts have
     no YAML file to read (no Kubernetes node), and importing PyYAML costs a collection about 20 ms of CPU."""
     try:
-        import yaml
+        import yaml  # optional on the host, and imported on first use (the docstring)
     except ImportError:
         return None
     return yaml

@@ -12,7 +12,7 @@ argument spec may import only from there; it is plain data, so nothing of it run
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-# The four layers, in the order reports list them (docs: DESIGN.md, "Layer the problem").
+# The four layers, in the order reports list them (docs/architecture.md, "A rule").
 LAYERS = ("hardware", "driver", "scheduling", "workload")
 LAYER_ORDER = dict((layer, position) for position, layer in enumerate(LAYERS))
 

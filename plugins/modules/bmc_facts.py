@@ -21,9 +21,12 @@ description:
     and joins the result to the host's facts, so the BMC's findings and its event times sit beside the host's Xids.
   - The password is given to ipmitool only as a file of mode 0600 (C(-f)) that is removed afterwards; it is never
     on a command line, in the result, or in an error text. Keep it in a vault.
-  - With O(protocol=redfish) it reads the chassis's Redfish C(Power) and C(Thermal) documents over HTTPS instead
-    (fans, power supplies and their redundancy, temperatures, power draw; no event log, C(bmc.sel) is null), with
-    the password sent as HTTP basic authentication.
+  - With O(protocol=redfish) it reads the chassis's Redfish documents over HTTPS instead, with the password sent as
+    HTTP basic authentication, following the chassis's links - the legacy C(Power) and C(Thermal), the newer
+    C(PowerSubsystem) (its redundancy and each C(PowerSupplies) member), C(ThermalSubsystem) (C(ThermalMetrics),
+    C(LeakDetection) and its C(LeakDetectors)) and C(EnvironmentMetrics) - and the C(SEL) log service of the first
+    system (every page of its C(Entries), through C(@odata.nextLink)); C(bmc.sel) is null when the service has no
+    SEL. A document the chassis links that cannot be read is an entry in C(bmc.errors).
   - Read only. A BMC that does not answer, refuses the login or times out gives C(bmc.status=failed) with the
     reason in C(bmc.errors); the module itself still succeeds.
 author:

@@ -287,7 +287,8 @@ ansible_facts:
         and kernel_events[].client_process and client_pid. 1.2 added workload and host_pressure, bmc (BMC sensors
         and event log) and kubernetes (device plugin sharing and node resources). 1.3 added kernel_log.unplaced_lines
         and clock_offset_s. 1.4 added gpus[].recovery_action, sxid_events (NVSwitch errors), kernel_log groups of
-        kind sxid, and xid_events[].gpc, tpc and sm.'
+        kind sxid, and xid_events[].gpc, tpc and sm. 1.5 added bmc.leak_detectors, bmc.fans[].no_reading, bmc.power_supplies[].offline
+        and bmc.sel.open_before_window.'
       returned: always
       type: dict
       contains:
@@ -2048,7 +2049,8 @@ ansible_facts:
             source:
               description: 'in_band: ipmitool on the host through /dev/ipmi0 (gather_subset bmc); lan: ipmitool
                 over the network from the controller (gpufleet.core.bmc_facts); redfish: the chassis''s Redfish
-                Power and Thermal documents (bmc_facts protocol=redfish; no event log). One of: in_band, lan, redfish.'
+                documents (bmc_facts protocol=redfish: Power and Thermal, or PowerSubsystem, ThermalSubsystem, EnvironmentMetrics
+                and LeakDetection, and the SEL''s LogEntryCollection). One of: in_band, lan, redfish.'
               returned: success
               type: str
             address:
@@ -2067,7 +2069,7 @@ ansible_facts:
               type: list
               elements: str
             sensors:
-              description: Every SDR sensor (ipmitool sdr elist), at most 256.
+              description: Every SDR sensor (ipmitool sdr elist, sdr list or sensor), at most 256.
               returned: always
               type: list
               elements: dict
@@ -2123,16 +2125,23 @@ ansible_facts:
                   returned: success
                   type: float
                 status:
-                  description: ipmitool's status column.
+                  description: 'ipmitool''s status column (ns, na: no reading); with Redfish, the Health as ok,
+                    nc (Warning) or cr (Critical).'
                   returned: success
                   type: str
                 failed:
-                  description: Below a critical or non-recoverable threshold, stopped (0 RPM with a reading), or
-                    a failure state.
+                  description: Below a critical or non-recoverable threshold, stopped (0 RPM with a reading), a
+                    failure state, or Redfish Health Critical.
                   returned: success
                   type: bool
                 slow:
                   description: Below a non-critical threshold.
+                  returned: success
+                  type: bool
+                no_reading:
+                  description: 'The BMC reads nothing from this fan (ipmitool ns or na, a Redfish fan without a
+                    Reading) though it has not disabled the sensor (state Disabled): a dead fan or an empty fan
+                    header. Added in 1.5.'
                   returned: success
                   type: bool
             power_supplies:
@@ -2154,15 +2163,20 @@ ansible_facts:
                   returned: success
                   type: bool
                 failed:
-                  description: Failure detected, or a critical threshold crossed.
+                  description: Failure detected, a critical threshold crossed, or Redfish Health Critical.
                   returned: success
                   type: bool
                 predictive_failure:
-                  description: Predictive failure asserted.
+                  description: Predictive failure asserted, or Redfish Health Warning (degraded).
                   returned: success
                   type: bool
                 ac_lost:
                   description: AC (input) lost.
+                  returned: success
+                  type: bool
+                offline:
+                  description: 'Present but out of service: Redfish Status.State Disabled or UnavailableOffline
+                    (a supply in Standby or Absent is not). Added in 1.5.'
                   returned: success
                   type: bool
                 states:
@@ -2187,7 +2201,10 @@ ansible_facts:
                   type: str
                 state:
                   description: 'Fully Redundant, Redundancy Lost, Redundancy Degraded, or Non-Redundant (running
-                    without a spare). One of: redundant, lost, degraded, non_redundant.'
+                    without a spare). From Redfish: Health OK, Critical (lost) or Warning (degraded); a group whose
+                    State is UnavailableOffline or StandbyOffline is lost whatever its Health, one that is Disabled
+                    or has fewer members in its ActiveRedundancyGroup than MinNeededForFaultTolerance is non_redundant.
+                    One of: redundant, lost, degraded, non_redundant.'
                   returned: success
                   type: str
                 text:
@@ -2213,11 +2230,13 @@ ansible_facts:
                   returned: success
                   type: str
             inlet_temperature_c:
-              description: The first inlet or ambient temperature sensor's reading.
+              description: The first inlet or ambient temperature sensor's reading (with Redfish, else ThermalMetrics'
+                Intake or Ambient summary).
               returned: success
               type: float
             exhaust_temperature_c:
-              description: The first exhaust or outlet temperature sensor's reading.
+              description: The first exhaust or outlet temperature sensor's reading (with Redfish, else ThermalMetrics'
+                Exhaust summary).
               returned: success
               type: float
             power_draw_w:
@@ -2226,7 +2245,8 @@ ansible_facts:
               returned: success
               type: float
             power_draw_source:
-              description: dcmi, sdr:<sensor name>, or redfish (PowerControl's PowerConsumedWatts).
+              description: dcmi, sdr:<sensor name>, or redfish (PowerControl's PowerConsumedWatts, else EnvironmentMetrics'
+                PowerWatts).
               returned: success
               type: str
             clock_offset_s:
@@ -2234,8 +2254,33 @@ ansible_facts:
                 up with the kernel log.
               returned: success
               type: int
+            leak_detectors:
+              description: Liquid-cooling leak detectors (Redfish LeakDetection's detector groups and LeakDetector
+                resources); empty with ipmitool. Added in 1.5.
+              returned: always
+              type: list
+              elements: dict
+              contains:
+                name:
+                  description: The detector (DeviceName or Name).
+                  returned: success
+                  type: str
+                type:
+                  description: LeakDetectorType (Moisture, FloatSwitch); null in a group's excerpt.
+                  returned: success
+                  type: str
+                state:
+                  description: 'DetectorState as the BMC gives it: OK, Warning, Critical (a leak), or a vendor''s
+                    LeakDetected.'
+                  returned: success
+                  type: str
+                health:
+                  description: The detector's Status.Health; null in a group's excerpt.
+                  returned: success
+                  type: str
             sel:
-              description: The System Event Log of the window; null when it could not be read, and with source redfish.
+              description: The System Event Log of the window; null when it could not be read (and with source redfish
+                when the service has no SEL log).
               returned: always
               type: dict
               contains:
@@ -2278,6 +2323,55 @@ ansible_facts:
                       type: int
                 events:
                   description: The latest records of the window, in log order.
+                  returned: always
+                  type: list
+                  elements: dict
+                  contains:
+                    id:
+                      description: SEL record id as ipmitool prints it (hexadecimal).
+                      returned: success
+                      type: str
+                    time:
+                      description: UTC time, ISO 8601 (ipmitool -Z), comparable with xid_events[].time; null when
+                        the BMC clock was not set (Pre-Init).
+                      returned: success
+                      type: str
+                    raw_time:
+                      description: The date and time columns as printed, when time is null.
+                      returned: success
+                      type: str
+                    sensor:
+                      description: The sensor (type and name) the record is about.
+                      returned: success
+                      type: str
+                    event:
+                      description: The event as ipmitool words it (e.g. Failure detected, Lower Critical going low).
+                      returned: success
+                      type: str
+                    asserted:
+                      description: True for an assertion, false for a deassertion (the condition ended).
+                      returned: success
+                      type: bool
+                    detail:
+                      description: Further columns (reading and threshold).
+                      returned: success
+                      type: str
+                    severity:
+                      description: 'From the event text: failures, AC lost, fatal and uncorrectable errors, critical
+                        thresholds and lost redundancy are critical; predictive failures, correctable-error limits,
+                        non-critical thresholds, non-redundancy and chassis intrusion are warnings. One of: critical,
+                        warning, info.'
+                      returned: success
+                      type: str
+                    cleared:
+                      description: An assertion that a later record of the same sensor and event deasserts.
+                      returned: success
+                      type: bool
+                open_before_window:
+                  description: 'Critical states (a power supply''s failure or lost input, lost redundancy) asserted
+                    before the window and never deasserted since, the latest of each sensor and event, at most 10:
+                    still open by the log''s own account. One-time events (ECC, bus errors) are not kept here. Added
+                    in 1.5.'
                   returned: always
                   type: list
                   elements: dict
@@ -2468,7 +2562,7 @@ def load_pynvml():
     global pynvml  # pylint: disable=global-statement
     if pynvml is NotImplemented:
         try:
-            import pynvml as module
+            import pynvml as module  # optional: a host without the NVML bindings is read through nvidia-smi
         except ImportError:
             module = None
         pynvml = module

@@ -16,6 +16,7 @@ __metaclass__ = type
 import collections
 import functools
 
+import yaml
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.errors import AnsibleValueOmittedError
 from ansible.parsing.vault import EncryptedString
@@ -24,6 +25,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.args_common import (
     BMC_PROTOCOLS, IPMI_INTERFACES, KERNEL_LOG_SOURCES)
 from ansible_collections.gpufleet.core.plugins.module_utils.collector import ALL_SUBSETS
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import FAIL_SEVERITIES
+from ansible_collections.gpufleet.core.plugins.modules import gpu_facts
+from ansible_collections.gpufleet.core.plugins.modules.gpu_evidence import parse_time
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.problems import Problem, describe_value, one_line
 from ansible_collections.gpufleet.core.plugins.plugin_utils.orchestration import SLICE_COUNT, SLICE_NUMBER
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import redacted
@@ -39,8 +42,6 @@ STORE_BACKENDS = ("sqlite", "postgresql", "postgres")
 def gpu_facts_choices(option):
     """The choices of one gpu_facts option, from the module's documentation (the argument spec's twin), read
     once: a fleet's check asks for them for every host."""
-    import yaml
-    from ansible_collections.gpufleet.core.plugins.modules import gpu_facts
     return tuple(yaml.safe_load(gpu_facts.DOCUMENTATION)["options"][option]["choices"])
 
 
@@ -128,7 +129,6 @@ def subset_list(value):
 
 def point_in_time(value):
     """An incident window's end: ISO 8601 or epoch seconds, as gpu_evidence reads it."""
-    from ansible_collections.gpufleet.core.plugins.modules.gpu_evidence import parse_time
     try:
         parse_time(value)
     except (TypeError, ValueError, OverflowError):
@@ -141,6 +141,7 @@ def store_url(value):
     if text(value):
         return allowed
     try:
+        # here: SQLAlchemy is optional (the store's dependency) and costly to import; only a store URL pays for it
         from sqlalchemy.engine import make_url
     except ImportError:  # the store says so itself, when it is opened
         return None

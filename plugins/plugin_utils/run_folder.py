@@ -38,8 +38,6 @@ FACTS_FILE_KEY = "gpufleet_facts_file"
 MAX_RUN_DIR_ATTEMPTS = 1000
 
 
-
-
 def report_root(report_dir=None):
     """The folder run folders go in: report_dir (default reports, relative to the current directory), as an
     absolute path with links resolved. Every playbook takes it from here (the gpufleet.core.report_root filter)."""

@@ -38,7 +38,8 @@ def test_module_code_reads_ipmi_sim_with_the_real_ipmitool(tmp_path):
     assert bmc["status"] == "complete", bmc["errors"]
     assert bmc["source"] == "lan" and bmc["address"] == "127.0.0.1"
     fans = {fan["name"]: fan for fan in bmc["fans"]}
-    assert fans["FAN1"] == {"name": "FAN1", "rpm": 6000.0, "percent": None, "status": "ok", "failed": False, "slow": False}
+    assert fans["FAN1"] == {"name": "FAN1", "rpm": 6000.0, "percent": None, "status": "ok", "failed": False, "slow": False,
+                            "no_reading": False}
     assert fans["FAN2"]["rpm"] == 400.0 and fans["FAN2"]["status"] == "lcr" and fans["FAN2"]["failed"] is True
     assert [psu["name"] for psu in bmc["power_supplies"] if psu["failed"]] == ["PSU2 Status"]
     assert bmc["redundancy"][0]["state"] == "lost"

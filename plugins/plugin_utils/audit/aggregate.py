@@ -179,8 +179,8 @@ def no_history(_connection, _report, _facts_by_host, _previous_run, _counters):
 
 def write_facts_files(report, facts_by_host, folder):
     """facts/<name>.json of every host whose facts the slices stored, as the slices wrote them."""
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (FACTS_MODE, facts_file_text,
-        write_atomically)
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (
+        FACTS_MODE, facts_file_text, write_atomically)
     os.makedirs(os.path.join(folder, "facts"), exist_ok=True)
     for host, entry in report["hosts"].items():
         if facts_by_host.get(host) is not None and entry.get("facts_file"):
@@ -195,8 +195,8 @@ def run_aggregate(url, run_group, report_root, run_dir=None, source="given"):
     from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import create_run_dir
     from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import write_reports
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import make_engine
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import (StoreSettings, finish_run,
-        record_run)
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import (
+        StoreSettings, finish_run, record_run)
     from ansible_collections.gpufleet.core.plugins.plugin_utils.store.schema import ensure_schema
     started_at = utc_now()
     proposed = run_dir or os.path.join(report_root, started_at.replace("-", "").replace(":", "") + AGGREGATE_SUFFIX)

@@ -19,8 +19,8 @@ __metaclass__ = type
 import hashlib
 import json
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import (build_plan, diagnose_host,
-    knowledge_loader)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import (
+    build_plan, diagnose_host, knowledge_loader)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.fleet_view import fleet_view
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_summary import summary_line
 

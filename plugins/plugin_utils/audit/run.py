@@ -29,8 +29,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_summary i
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import build_report
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import STORE_EXTRACT_KEY, counters_extract
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import finish_run, record_run
-from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (FACTS_FILE_KEY, FACTS_MODE,
-    facts_file_names, file_mode, write_atomically, write_facts_file)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (
+    FACTS_FILE_KEY, FACTS_MODE, facts_file_names, file_mode, write_atomically, write_facts_file)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import write_reports
 
 TOOL_VERSION = VERSION

@@ -22,6 +22,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.problems impo
     POLICY_VAR, PolicyError, Problem, describe_value, did_you_mean, one_line)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.schema import POLICY_SCHEMA
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.sources import attribute_problem, display_path
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge import load_knowledge
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.mig_config import load_mig_parted_config
 
 
 # Checks across keys, on the effective policy
@@ -152,19 +154,7 @@ def policy_from_vars(variables, where=POLICY_VAR):
 
 # After validation: the MIG document and the catalogs, checked by the modules that own them
 
-def _default_mig_loader():
-    try:
-        from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.mig_config import load_mig_parted_config
-    except ImportError:
-        return None
-    return load_mig_parted_config
-
-
 def _default_knowledge_loader():
-    try:
-        from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge import load_knowledge
-    except ImportError:
-        return None
     return lambda tables: load_knowledge(overrides=tables)
 
 
@@ -201,7 +191,7 @@ def resolve_mig_config(policy, base_dir=None, where=POLICY_VAR, mig_loader=None)
     mig = policy["mig"]
     if mig["config"] is None and mig["config_file"] is None:
         return policy
-    mig_loader = mig_loader or _default_mig_loader()
+    mig_loader = mig_loader or load_mig_parted_config
     resolved = copy.deepcopy(policy)
     if mig["config_file"] is not None:
         path = mig["config_file"]

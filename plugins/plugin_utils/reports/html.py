@@ -19,8 +19,8 @@ import hashlib
 import html
 import json
 
-from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (LAYER_ORDER, LAYERS, NO_FAILURE,
-    SEVERITIES)
+from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
+    LAYER_ORDER, LAYERS, NO_FAILURE, SEVERITIES)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.html_timeline import timeline_section
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import HOST_STATUSES, REPORT_VERSION
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_text, visible_json_strings

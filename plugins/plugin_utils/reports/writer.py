@@ -37,14 +37,6 @@ RENDERERS = (
 )
 
 
-RENDERERS = (
-    ("report.json", render_json),
-    ("report.html", render_html),
-    ("junit.xml", render_junit),
-    ("gpufleet.prom", render_prometheus),
-)
-
-
 def write_reports(report, run_dir, report_root):
     """Write report.json, report.html, junit.xml and gpufleet.prom into run_dir; return their paths.
 

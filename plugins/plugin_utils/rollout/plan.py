@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import diagnose_host
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge import compare_versions
 
 MODES = ("rollout", "rollback", "repair")
@@ -186,7 +187,6 @@ def plan_host(mode, policy, facts, record, installed_package, knowledge, force=F
 
 def driver_layer_failures(host, facts, policy, knowledge):
     """Driver-layer findings at a failing severity, as 'rule: summary' lines."""
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import diagnose_host
     findings = diagnose_host(host, facts, policy, knowledge)
     return ["%s: %s" % (finding["rule"], finding["summary"]) for finding in findings
             if finding["layer"] == "driver" and finding["severity"] in VERIFY_SEVERITIES]

@@ -27,6 +27,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LA
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import RULES, Context, list_rules, parse_time
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.host_clock import on_host_clock
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.custom import compile_custom_rules, run_custom_rules
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge import load_knowledge
+from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
 
 # Rules that still apply when no NVIDIA stack answered (a driver/library mismatch makes NVML fail; a
 # collector that did not answer on a host with NVIDIA hardware is a failed collection).
@@ -117,8 +119,7 @@ def diagnose_host(host, facts, policy, knowledge, now=None, plan=None):
 
 def knowledge_loader(load=None):
     """A callable policy -> Knowledge that loads once per distinct policy["catalogs"]."""
-    if load is None:
-        from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge import load_knowledge as load
+    load = load or load_knowledge
     cache = {}
 
     def knowledge_for(policy):
@@ -140,7 +141,6 @@ def _knowledge_resolver(knowledge_for):
 
 
 def _default_policy():
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
     return validate_policy({})
 
 

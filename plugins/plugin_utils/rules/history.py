@@ -16,6 +16,7 @@ import functools
 import json
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import declare_rule, gpu_label, parse_time
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import host_counters
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.identity import gpu_key
 
 # RuleInfo of each history rule, in declaration order; info.check(ctx) runs it
@@ -61,7 +62,6 @@ class HistoryContext:
         """[(gpu, counters now, previous counters row, days between)] for the GPUs the previous run had,
         computed once for all the trend rules of the host."""
         if self._pairs is None:
-            from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import host_counters
             current = self.current if self.current is not None else host_counters(self.facts)
             now = self.facts.get("collected_at")
             pairs, days_since, by_key = [], {}, None

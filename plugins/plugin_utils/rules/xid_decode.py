@@ -25,8 +25,8 @@ import yaml
 
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
     RECOVERY_ACTIONS, SEVERITY_RANK, recovery_action_name)
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge_tables import (DATA_DIR,
-    normalize_architecture)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge_tables import (
+    DATA_DIR, normalize_architecture)
 
 NVLINK_ERROR_XID = 74
 RECOVERY_ACTION_XID = 154

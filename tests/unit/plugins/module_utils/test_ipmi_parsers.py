@@ -175,8 +175,226 @@ def test_corpus_sel_flapping_supplies(corpus):
     assert records[2]["sensor"] == "Unknown #0xc4" and records[2]["severity"] == "info"
 
 
-def test_corpus_sel_get_is_not_an_elist(corpus):
-    assert ipmi_sel.parse_sel(corpus.read_realdata("ipmitool-sel-get-0_hp-proliant-dl360-ilo_memory-ecc-limit_collegeboreal.txt")) == []
+def test_corpus_sel_get_verbose_record(corpus):
+    (record,) = ipmi_sel.parse_sel(corpus.read_realdata("ipmitool-sel-get-0_hp-proliant-dl360-ilo_memory-ecc-limit_collegeboreal.txt"))
+    assert (record["id"], record["time"], record["sensor"]) == ("0000", "2021-06-29T08:18:06Z", "Memory #0x2b")
+    assert (record["event"], record["asserted"], record["severity"]) == ("Correctable ECC logging limit reached", True, "warning")
+
+
+def test_corpus_supermicro_sel_list_twelve_hour_clock_with_zone(corpus):
+    problems = []
+    records = ipmi_sel.parse_sel(corpus.read_realdata(
+        "ipmitool-sel-list_supermicro-h14shm_psu-presence-failure-ac-lost_issue-quote.txt"), problems)
+    assert problems == []
+    assert [record["time"] for record in records] == [
+        "2025-11-11T13:22:53Z", "2025-11-11T13:22:53Z", "2025-11-11T13:22:54Z", "2025-11-11T13:22:54Z"]  # 01:22 PM WET
+    assert [(record["sensor"], record["severity"]) for record in records] == [
+        ("Power Supply #0xc0", "info"), ("Power Supply #0xc1", "info"), ("Power Supply #0xc1", "critical"),
+        ("Power Supply #0xc1", "critical")]
+
+
+def test_corpus_supermicro_sensor_thresholds_na(corpus):
+    problems = []
+    sensors = ipmi_sensors.parse_sdr(corpus.read_realdata(
+        "ipmitool-sensor_supermicro-h14shm_fan-thresholds-lower-critical-only_issue-quote.txt"), problems)
+    assert problems == []
+    fans = ipmi_sensors.summarize_sensors(sensors)["fans"]
+    assert [(fan["name"], fan["rpm"], fan["status"]) for fan in fans] == [
+        ("FAN1", 8820.0, "ok"), ("FAN2", 8820.0, "ok"), ("FAN3", 8820.0, "ok")]
+    assert not any(fan["failed"] or fan["slow"] or fan["no_reading"] for fan in fans)
+
+
+def _prompted_outputs(text):
+    """{command: output} of a capture that holds several commands, each after its "# ipmitool ..." prompt line."""
+    outputs, command = {}, None
+    for line in text.splitlines(True):
+        if line.startswith("# ipmitool"):
+            command = line[2:].strip()
+            outputs[command] = ""
+        elif command:
+            outputs[command] += line
+    return outputs
+
+
+def test_corpus_supermicro_x9_sdr_and_sensor_fan_without_reading(corpus):
+    outputs = _prompted_outputs(corpus.read_realdata(
+        "ipmitool-sdr-and-sensor_supermicro-x9_fan1-no-reading-ns_cpu-temp-discrete_issue-quote.txt"))
+    assert sorted(outputs) == ["ipmitool sdr", "ipmitool sensor"]
+    for command, status in (("ipmitool sdr", "ns"), ("ipmitool sensor", "na")):
+        problems = []
+        sensors = ipmi_sensors.parse_sdr(outputs[command], problems)
+        assert problems == []
+        summary = ipmi_sensors.summarize_sensors(sensors)
+        fan1 = by_name(summary["fans"], "FAN 1")
+        assert (fan1["status"], fan1["rpm"], fan1["no_reading"], fan1["failed"]) == (status, None, True, False)
+        assert by_name(summary["temperatures"], "System Temp")["celsius"] == 0.0  # no sensor wired: no verdict
+        assert by_name(sensors, "CPU Temp")["kind"] == "temperature" and by_name(sensors, "CPU Temp")["reading"] is None
+    assert len(ipmi_sensors.parse_sdr(outputs["ipmitool sdr"])) == 18
+
+
+def test_corpus_dell_sdr_elist_all_disabled_sensors(corpus):
+    sensors = ipmi_sensors.parse_sdr(corpus.read_realdata(
+        "ipmitool-sdr-elist-all_dell-poweredge-model-unstated_many-disabled-ns-sensors_issue-quote.txt"))
+    assert len(sensors) == 23
+    summary = ipmi_sensors.summarize_sensors(sensors)
+    assert summary["inlet_temperature_c"] == 19.0  # the one Ambient Temp that reads
+    assert summary["power_supplies"] == [] and summary["fans"] == []  # power-supply temperatures are temperatures
+    disabled = [sensor for sensor in sensors if sensor["status"] == "ns"]
+    assert len(disabled) == 11 and all(sensor["states"] == ["Disabled"] for sensor in disabled)
+    assert by_name(sensors, "CMOS Battery")["reading"] is None
+
+
+# ---------------------------------------------------------------- formats and wordings of other BMCs
+
+# `ipmitool sensor` as it prints a Supermicro power supply and redundancy sensor: the state is a bit mask
+SENSOR_DISCRETE = """\
+PS1 Status       | 0x1        | discrete   | 0x0100| na        | na        | na        | na        | na        | na
+PS2 Status       | 0xb        | discrete   | 0x0b00| na        | na        | na        | na        | na        | na
+PS Redundancy    | 0x2        | discrete   | 0x0200| na        | na        | na        | na        | na        | na
+FAN5             | 300.000    | RPM        | cr    | na        | 500.000   | 700.000   | na        | 25300.000 | na
+"""
+
+
+def test_sensor_discrete_masks_are_read_as_states():
+    summary = ipmi_sensors.summarize_sensors(ipmi_sensors.parse_sdr(SENSOR_DISCRETE))
+    psus = {psu["name"]: psu for psu in summary["power_supplies"]}
+    assert psus["PS1 Status"]["states"] == ["Presence detected"] and not psus["PS1 Status"]["failed"]
+    assert psus["PS2 Status"]["states"] == ["Presence detected", "Failure detected", "Power Supply AC lost"]
+    assert psus["PS2 Status"]["failed"] and psus["PS2 Status"]["ac_lost"]
+    assert summary["redundancy"] == [{"name": "PS Redundancy", "group": "power_supply", "state": "lost",
+                                      "text": "Redundancy Lost"}]
+    assert by_name(summary["fans"], "FAN5")["failed"] is True
+
+
+def test_redundancy_sensor_reading_ok_with_lost_asserted():
+    # status ok, the state only in the text column: the text decides
+    (group,) = ipmi_sensors.summarize_sensors(ipmi_sensors.parse_sdr(
+        "PS Redundancy    | 77h | ok  | 19.1 | Redundancy Lost\n"))["redundancy"]
+    assert group["state"] == "lost"
+
+
+def test_fan_sensor_disabled_by_the_bmc_is_not_without_reading():
+    (fan,) = ipmi_sensors.summarize_sensors(ipmi_sensors.parse_sdr("Fan5             | 34h | ns  | 29.5 | Disabled\n"))["fans"]
+    assert (fan["no_reading"], fan["failed"]) == (False, False)
+
+
+SDR_VERBOSE = """\
+Sensor ID              : FAN1 (0x30)
+ Entity ID             : 29.1 (Fan Device)
+ Sensor Type (Threshold)  : Fan (0x04)
+ Sensor Reading        : 6000 (+/- 0) RPM
+ Status                : ok
+ Lower critical        : 500.000
+
+Sensor ID              : FAN2 (0x31)
+ Entity ID             : 29.2 (Fan Device)
+ Sensor Type (Threshold)  : Fan (0x04)
+ Sensor Reading        : 400 (+/- 0) RPM
+ Status                : Lower Critical
+
+Sensor ID              : FAN4 (0x33)
+ Entity ID             : 29.4 (Fan Device)
+ Sensor Type (Threshold)  : Fan (0x04)
+ Sensor Reading        : No Reading
+
+Sensor ID              : PS Redundancy (0x73)
+ Entity ID             : 10.1 (Power Supply)
+ Sensor Type (Discrete): Power Supply (0x08)
+ Sensor Reading        : 0h
+ Event Message Control : Per-threshold
+ States Asserted       : Redundancy State
+                         [Redundancy Lost]
+ Assertion Events      : Redundancy State
+                         [Redundancy Lost]
+
+Sensor ID              : PSU2 Status (0x72)
+ Entity ID             : 10.2 (Power Supply)
+ Sensor Type (Discrete): Power Supply (0x08)
+ Sensor Reading        : 0h
+ States Asserted       : Power Supply
+                         [Presence detected]
+                         [Failure detected]
+
+Sensor ID              : Inlet Temp (0x04)
+ Entity ID             : 55.1 (Front Panel Board)
+ Sensor Type (Threshold)  : Temperature (0x01)
+ Sensor Reading        : 27 (+/- 1) degrees C
+ Status                : Upper Non-Critical
+"""
+
+
+def test_sdr_verbose_blocks():
+    sensors = ipmi_sensors.parse_sdr(SDR_VERBOSE)
+    assert [(sensor["name"], sensor["id"], sensor["kind"], sensor["status"]) for sensor in sensors] == [
+        ("FAN1", "0x30", "fan", "ok"), ("FAN2", "0x31", "fan", "lcr"), ("FAN4", "0x33", "fan", "ns"),
+        ("PS Redundancy", "0x73", "redundancy", "ok"), ("PSU2 Status", "0x72", "power_supply", "ok"),
+        ("Inlet Temp", "0x04", "temperature", "unc")]
+    summary = ipmi_sensors.summarize_sensors(sensors)
+    assert [(fan["name"], fan["failed"], fan["no_reading"]) for fan in summary["fans"]] == [
+        ("FAN1", False, False), ("FAN2", True, False), ("FAN4", False, True)]
+    assert summary["redundancy"][0]["state"] == "lost"
+    assert summary["power_supplies"][0]["failed"] is True and summary["power_supplies"][0]["present"] is True
+    assert summary["inlet_temperature_c"] == 27.0
+
+
+SEL_GET = """\
+SEL Record ID          : 0042
+ Record Type           : 02
+ Timestamp             : 11/29/2026 21:13:50
+ Generator ID          : 0020
+ EvM Revision          : 04
+ Sensor Type           : Power Supply
+ Sensor Number         : c1
+ Event Type            : Sensor-specific Discrete
+ Event Direction       : Assertion Event
+ Event Data (RAW)      : 01ffff
+ Event Interpretation  : Missing
+ Description           : Failure detected
+
+Sensor ID              : PS2 Status (0xc1)
+ Entity ID             : 10.2
+ Sensor Type (Discrete): Power Supply
+ States Asserted       : Power Supply
+                         [Presence detected]
+
+SEL Record ID          : 0043
+ Record Type           : 02
+ Timestamp             : 11/29/2026 21:20:00
+ Sensor Type           : Power Supply
+ Sensor Number         : c1
+ Event Direction       : Deassertion Event
+ Description           : Failure detected
+"""
+
+
+def test_sel_get_records_and_their_direction():
+    records = ipmi_sel.parse_sel(SEL_GET)
+    assert [(record["id"], record["time"], record["sensor"], record["asserted"]) for record in records] == [
+        ("0042", "2026-11-29T21:13:50Z", "Power Supply #0xc1", True),
+        ("0043", "2026-11-29T21:20:00Z", "Power Supply #0xc1", False)]
+    assert records[0]["severity"] == "critical" and records[0]["cleared"] is True
+
+
+@pytest.mark.parametrize("time_text, expected", [
+    ("01:22:53 PM WET", "2025-11-11T13:22:53Z"),
+    ("12:05:00 AM UTC", "2025-11-11T00:05:00Z"),
+    ("12:05:00 PM", "2025-11-11T12:05:00Z"),
+    ("09:00:00 CET", "2025-11-11T08:00:00Z"),
+    ("09:00:00 PST", "2025-11-11T17:00:00Z"),
+    ("09:00:00 +0530", "2025-11-11T03:30:00Z"),
+    ("13:00:00 PM", None),
+    ("09:00:00 XYZT", None),
+])
+def test_sel_times_in_other_clocks_and_zones(time_text, expected):
+    assert ipmi_sel.record_time("11/11/2025", time_text) == expected
+
+
+def test_sel_record_in_an_unknown_zone_is_kept_untimed_and_said():
+    problems = []
+    (record,) = ipmi_sel.parse_sel("   5 | 11/11/2025 | 01:22:53 PM XYZT | Fan #0x30 | Lower Critical going low | Asserted\n",
+                                   problems)
+    assert record["time"] is None and record["raw_time"] == "11/11/2025 01:22:53 PM XYZT"
+    assert problems and "date in a form not read" in problems[0]
 
 
 def test_corpus_dcmi_power_reading(corpus):

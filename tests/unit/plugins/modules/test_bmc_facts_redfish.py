@@ -1,7 +1,10 @@
 """bmc_facts with protocol=redfish against a Redfish service on loopback (http.server serving the project's own
-Power and Thermal documents behind basic authentication), through the module's real HTTP client (open_url)."""
+documents behind basic authentication: a legacy Power and Thermal chassis, and one of the newer model with its
+PowerSubsystem, ThermalSubsystem, EnvironmentMetrics and a paged SEL), through the module's real HTTP client
+(open_url)."""
 
 import base64
+import calendar
 import http.server
 import json
 import threading
@@ -81,3 +84,73 @@ def test_wrong_password_is_a_failed_bmc(service):
 def test_no_service_is_a_failed_bmc():
     bmc = read_redfish_bmc(RedfishClient("http://127.0.0.1:9", USER, PASSWORD, 3), "127.0.0.1")
     assert bmc["status"] == "failed" and bmc["errors"][0]["call"] == "GET /redfish/v1/Chassis"
+
+
+# A chassis of the newer model, written for these tests: PowerSubsystem with its supplies as links (one Disabled),
+# ThermalSubsystem with ThermalMetrics and a leak detector that found liquid, EnvironmentMetrics, and a SEL of two
+# pages.
+NEW_MODEL = {
+    "/redfish/v1/Chassis/GB": {
+        "PowerSubsystem": {"@odata.id": "/redfish/v1/Chassis/GB/PowerSubsystem"},
+        "ThermalSubsystem": {"@odata.id": "/redfish/v1/Chassis/GB/ThermalSubsystem"},
+        "EnvironmentMetrics": {"@odata.id": "/redfish/v1/Chassis/GB/EnvironmentMetrics"}},
+    "/redfish/v1/Chassis/GB/PowerSubsystem": {
+        "PowerSupplies": {"@odata.id": "/redfish/v1/Chassis/GB/PowerSubsystem/PowerSupplies"},
+        "PowerSupplyRedundancy": [{"RedundancyType": "Failover", "MinNeededForFaultTolerance": 2,
+                                   "ActiveRedundancyGroup": [{"@odata.id": "/x/0"}], "Status": {"State": "Enabled", "Health": "OK"}}]},
+    "/redfish/v1/Chassis/GB/PowerSubsystem/PowerSupplies": {"Members": [
+        {"@odata.id": "/redfish/v1/Chassis/GB/PowerSubsystem/PowerSupplies/0"},
+        {"@odata.id": "/redfish/v1/Chassis/GB/PowerSubsystem/PowerSupplies/1"}]},
+    "/redfish/v1/Chassis/GB/PowerSubsystem/PowerSupplies/0": {"Name": "PSU 0", "Status": {"State": "Enabled", "Health": "OK"}},
+    "/redfish/v1/Chassis/GB/PowerSubsystem/PowerSupplies/1": {"Name": "PSU 1", "Status": {"State": "Disabled", "Health": "OK"}},
+    "/redfish/v1/Chassis/GB/ThermalSubsystem": {
+        "ThermalMetrics": {"@odata.id": "/redfish/v1/Chassis/GB/ThermalSubsystem/ThermalMetrics"},
+        "LeakDetection": {"@odata.id": "/redfish/v1/Chassis/GB/ThermalSubsystem/LeakDetection"}},
+    "/redfish/v1/Chassis/GB/ThermalSubsystem/ThermalMetrics": {
+        "TemperatureSummaryCelsius": {"Intake": {"Reading": 27.5}, "Exhaust": {"Reading": 49}}},
+    "/redfish/v1/Chassis/GB/ThermalSubsystem/LeakDetection": {
+        "LeakDetectors": {"@odata.id": "/redfish/v1/Chassis/GB/ThermalSubsystem/LeakDetection/LeakDetectors"}},
+    "/redfish/v1/Chassis/GB/ThermalSubsystem/LeakDetection/LeakDetectors": {"Members": [
+        {"@odata.id": "/redfish/v1/Chassis/GB/ThermalSubsystem/LeakDetection/LeakDetectors/Tray"}]},
+    "/redfish/v1/Chassis/GB/ThermalSubsystem/LeakDetection/LeakDetectors/Tray": {
+        "Name": "Tray leak", "LeakDetectorType": "Moisture", "DetectorState": "Critical", "Status": {"State": "Enabled", "Health": "Critical"}},
+    "/redfish/v1/Chassis/GB/EnvironmentMetrics": {"PowerWatts": {"Reading": 5120}},
+    "/redfish/v1/Systems": {"Members": [{"@odata.id": "/redfish/v1/Systems/GB"}]},
+    "/redfish/v1/Systems/GB/LogServices": {"Members": [{"@odata.id": "/redfish/v1/Systems/GB/LogServices/EventLog"},
+                                                       {"@odata.id": "/redfish/v1/Systems/GB/LogServices/SEL"}]},
+    "/redfish/v1/Systems/GB/LogServices/SEL/Entries": {
+        "Members": [{"Id": "1", "Created": "2026-11-30T05:00:00Z", "Severity": "Critical", "Message": "PSU 1 failure"}],
+        "@odata.nextLink": "/redfish/v1/Systems/GB/LogServices/SEL/Entries?$skip=1"},
+    "/redfish/v1/Systems/GB/LogServices/SEL/Entries?$skip=1": {
+        "Members": [{"Id": "2", "Created": "2026-11-30T05:10:00Z", "Severity": "OK", "Message": "Log entry"}]},
+}
+
+
+def test_newer_model_chassis_and_sel_are_read(service):
+    DOCUMENTS.update(NEW_MODEL)
+    try:
+        bmc = read_redfish_bmc(RedfishClient(service, USER, PASSWORD, 10), "127.0.0.1", chassis="GB",
+                               now=calendar.timegm((2026, 11, 30, 6, 0, 0)), window_hours=72)
+    finally:
+        for path in NEW_MODEL:
+            del DOCUMENTS[path]
+    assert bmc["status"] == "complete", bmc["errors"]
+    assert [(psu["name"], psu["offline"]) for psu in bmc["power_supplies"]] == [("PSU 0", False), ("PSU 1", True)]
+    assert bmc["redundancy"][0]["state"] == "non_redundant"
+    assert (bmc["inlet_temperature_c"], bmc["exhaust_temperature_c"], bmc["power_draw_w"]) == (27.5, 49.0, 5120.0)
+    assert [item["name"] for item in bmc["leak_detectors"]] == ["Tray leak"]
+    assert [event["id"] for event in bmc["sel"]["events"]] == ["1", "2"] and bmc["sel"]["by_severity"]["critical"] == 1
+
+
+def test_a_linked_document_that_fails_is_an_error(service):
+    DOCUMENTS.update(NEW_MODEL)
+    missing = DOCUMENTS.pop("/redfish/v1/Chassis/GB/ThermalSubsystem/ThermalMetrics")
+    try:
+        bmc = read_redfish_bmc(RedfishClient(service, USER, PASSWORD, 10), "127.0.0.1", chassis="GB")
+    finally:
+        DOCUMENTS["/redfish/v1/Chassis/GB/ThermalSubsystem/ThermalMetrics"] = missing
+        for path in NEW_MODEL:
+            del DOCUMENTS[path]
+    assert bmc["status"] == "partial"
+    assert [error["call"] for error in bmc["errors"]] == ["GET /redfish/v1/Chassis/GB/ThermalSubsystem/ThermalMetrics"]
+    assert bmc["power_supplies"] and bmc["inlet_temperature_c"] is None

@@ -1,5 +1,5 @@
-from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.remediation import (compare, fixes_by_host,
-    render_summary)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.remediation import (
+    compare, fixes_by_host, render_summary)
 
 
 def finding(host, rule, fix=None, gpu=None, severity="warning", action="do it"):

@@ -15,8 +15,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose impor
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.fleet_view import fleet_view
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_step import (
     DIAGNOSIS_KEY, accepted_diagnosis, host_diagnosis, policy_digest)
-from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (FACTS_FILE_KEY, facts_file_names,
-    facts_file_text)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (
+    FACTS_FILE_KEY, facts_file_names, facts_file_text)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.history import (
     DRIFT_RULES, TREND_RULES, HistoryContext, run_rules)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline_template import group_profile

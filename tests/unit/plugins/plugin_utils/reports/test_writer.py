@@ -20,8 +20,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.reports import write
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.html import (
     CONTENT_SECURITY_POLICY, SCRIPT, SCRIPT_HASH, render_html)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.junit import render_junit
-from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import (REPORT_VERSION, build_report,
-    host_sort_key)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import (
+    REPORT_VERSION, build_report, host_sort_key)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.prometheus import render_prometheus
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.terminal import render_terminal
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import write_reports

@@ -6,8 +6,8 @@ import json
 import pytest
 
 from ansible_collections.gpufleet.core.plugins.filter.driver_plan import driver_plan
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rollout.drain import (device_scan_pids, prior_drain,
-    slurm_node)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rollout.drain import (
+    device_scan_pids, prior_drain, slurm_node)
 
 OWN = "gpufleet driver change"
 

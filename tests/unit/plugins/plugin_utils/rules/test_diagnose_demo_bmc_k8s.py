@@ -19,7 +19,7 @@ def test_thermal_host_bmc_facts():
 
 def test_thermal_host_bmc_findings():
     (fan,) = found(BMC_HOST, "hardware.bmc_fan", "critical")
-    assert fan["summary"] == "Failed fans: FAN3 1120 RPM (lcr)"
+    assert fan["summary"] == "Failed fans: FAN3 1120 RPM (lcr); Fan Redundancy: Redundancy Degraded"
     (inlet,) = found(BMC_HOST, "hardware.bmc_inlet_temperature", "warning")
     assert inlet["evidence"]["inlet_temperature_c"] == 38.0 and inlet["evidence"]["limit_c"] == 35
     (log,) = found(BMC_HOST, "hardware.bmc_event_log", "critical")

@@ -16,7 +16,6 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import history
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import RULE_MODULES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge import load_knowledge
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge_tables import DATA_DIR
-from tests.support.schema_check import ROOT
 
 KNOWLEDGE = load_knowledge()
 

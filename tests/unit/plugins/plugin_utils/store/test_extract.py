@@ -8,11 +8,11 @@ import pytest
 from sqlalchemy import text
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import facts_file_text
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import (COUNTER_COLUMNS, fleet_counters,
-    host_counters)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import (
+    COUNTER_COLUMNS, fleet_counters, host_counters)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import make_engine
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import (extract_blob, extract_counters,
-    host_extract)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import (
+    extract_blob, extract_counters, host_extract)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import facts_blob, facts_from_blob
 from tests.support.postgres import postgres_cluster, store_url  # noqa: F401 pylint: disable=unused-import
 from tests.support.store_runs import BUS, gpu_facts, host_facts, make_run, record
