@@ -21,6 +21,7 @@ import uuid
 
 import pynvml
 
+from ansible_collections.gpufleet.core.plugins.module_utils.args_common import WINDOW_HOURS
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import normalize_pci_bus_id
 from ansible_collections.gpufleet.core.plugins.module_utils.host_facts import (
     AER_FILES, SERVICE_UNITS, SYSTEMCTL_PROPERTIES)
@@ -33,10 +34,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the project's own nvidia-smi -q -x document of a Tesla T4 (tests/fixtures/samples/README.md)
 T4_SAMPLE = os.path.join(ROOT, "tests", "fixtures", "samples", "nvsmi-q-x_tesla-t4_515.105.01.xml")
 
-# Every demo host is recorded at this instant; kernel log lines lie in the 72 h before it.
+# Every demo host is recorded at this instant; kernel log lines lie in the window (WINDOW_HOURS) before it.
 RECORDED_AT = "2026-11-30T06:00:00Z"
 NOW = calendar.timegm((2026, 11, 30, 6, 0, 0))
-KERNEL_LOG_WINDOW_HOURS = 72
+KERNEL_LOG_WINDOW_HOURS = WINDOW_HOURS
 
 KERNEL = "5.15.0-119-generic"
 GPU_IS_LOST = pynvml.NVML_ERROR_GPU_IS_LOST

@@ -33,6 +33,8 @@ from ansible.module_utils.common.process import get_bin_path
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import merge_hash
 
+from ansible_collections.gpufleet.core.plugins.module_utils.args_common import (
+    INVENTORY_BMC_PREFIX, WINDOW_HOURS, inventory_bmc_spec)
 from ansible_collections.gpufleet.core.plugins.module_utils.bmc_lan import LAN_DEFAULTS, read_bmc_over_lan
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import DeadlineHost, LiveHost
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import knowledge_loader
@@ -47,14 +49,8 @@ ACTION_SPEC = {
     "run_dir": {"type": "path"},
     "keep_facts": {"type": "bool", "default": True},
     "policy": {"type": "dict"},
-    "bmc_address": {"type": "str"},
-    "bmc_user": {"type": "str"},
-    "bmc_password": {"type": "str", "no_log": True},
-    "bmc_protocol": {"type": "str", "default": "ipmi", "choices": ["ipmi", "redfish"]},
-    "bmc_port": {"type": "int"},
-    "bmc_interface": {"type": "str", "default": "lanplus", "choices": ["lanplus", "lan"]},
-    "bmc_cipher_suite": {"type": "int"},
 }
+ACTION_SPEC.update(inventory_bmc_spec())
 # The shipped knowledge (Xid catalog, CUDA and MIG tables), loaded here once, before the workers fork, for every
 # host's diagnosis; a policy with its own catalogs has them loaded in the worker.
 KNOWLEDGE_FOR = knowledge_loader()
@@ -70,7 +66,6 @@ except (OSError, ValueError):
     pass
 # seconds of the task's timeout kept back from the BMC read, for the facts file and the result
 BMC_DEADLINE_MARGIN = 2.0
-DEFAULT_WINDOW_HOURS = 72
 
 
 def split_args(args):
@@ -86,10 +81,10 @@ def scrubbed(text, secret):
 
 def window_hours(module_args):
     try:
-        hours = int(module_args.get("kernel_log_window_hours", DEFAULT_WINDOW_HOURS))
+        hours = int(module_args.get("kernel_log_window_hours", WINDOW_HOURS))
     except (TypeError, ValueError):
-        return DEFAULT_WINDOW_HOURS
-    return hours if hours > 0 else DEFAULT_WINDOW_HOURS
+        return WINDOW_HOURS
+    return hours if hours > 0 else WINDOW_HOURS
 
 
 def bmc_params(options, module_args):
@@ -97,10 +92,9 @@ def bmc_params(options, module_args):
     missing = [name for name in ("bmc_user", "bmc_password") if not options.get(name)]
     if missing:
         return None, "%s not set for the BMC at %s" % (" and ".join(missing), options["bmc_address"])
-    params = dict(LAN_DEFAULTS)
-    params.update(address=options["bmc_address"], user=options["bmc_user"], password=options["bmc_password"],
-                  protocol=options["bmc_protocol"], port=options["bmc_port"], interface=options["bmc_interface"],
-                  cipher_suite=options["bmc_cipher_suite"], window_hours=window_hours(module_args))
+    params = dict(LAN_DEFAULTS, window_hours=window_hours(module_args))
+    params.update((name[len(INVENTORY_BMC_PREFIX):], value) for name, value in options.items()
+                  if name.startswith(INVENTORY_BMC_PREFIX))
     return params, None
 
 

@@ -7,7 +7,7 @@ __metaclass__ = type
 
 
 class ModuleDocFragment(object):
-    """Options of the modules that change GPUs with nvidia-smi (module_utils/nvsmi_host.py)."""
+    """Options of the modules that change GPUs with nvidia-smi (module_utils/args_common.py nvidia_smi_spec)."""
 
     # A module whose timeout default is not 60 documents its own timeout option, which replaces this one.
     DOCUMENTATION = r"""

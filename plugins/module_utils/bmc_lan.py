@@ -18,6 +18,7 @@ import tempfile
 from ansible.module_utils.common.text.converters import to_native
 from ansible.module_utils.urls import open_url
 
+from ansible_collections.gpufleet.core.plugins.module_utils.args_common import BMC_CONNECTION_SPEC, WINDOW_HOURS
 from ansible_collections.gpufleet.core.plugins.module_utils.bmc_collect import (
     BmcReader, lan_arguments, new_bmc, read_bmc)
 from ansible_collections.gpufleet.core.plugins.module_utils.ipmi_sel import window_events
@@ -26,10 +27,19 @@ from ansible_collections.gpufleet.core.plugins.module_utils.redfish_chassis impo
 
 IPMI_PORT = 623
 REDFISH_PORT = 443
-# the options of a LAN read and their defaults (bmc_facts' argument spec)
-LAN_DEFAULTS = {"protocol": "ipmi", "port": None, "interface": "lanplus", "cipher_suite": None, "window_hours": 72,
-                "timeout": 20, "ipmitool": None, "redfish_base_url": None, "redfish_chassis": None,
-                "validate_certs": True}
+# bmc_facts' options beyond the connection (args_common.BMC_CONNECTION_SPEC): how the BMC is read
+BMC_READ_SPEC = dict(
+    window_hours=dict(type="int", default=WINDOW_HOURS),
+    timeout=dict(type="int", default=20),
+    ipmitool=dict(type="path"),
+    redfish_base_url=dict(type="str"),
+    redfish_chassis=dict(type="str"),
+    validate_certs=dict(type="bool", default=True),
+)
+# the options of a read over the network and their defaults, for a caller without bmc_facts' argument spec
+LAN_DEFAULTS = dict((name, argument.get("default"))
+                    for name, argument in dict(BMC_CONNECTION_SPEC, **BMC_READ_SPEC).items()
+                    if not argument.get("required"))
 
 
 def write_password_file(password):
@@ -186,7 +196,7 @@ def read_redfish_sel(walk, now, window_hours):
     return dict(window_events(records, now, window_hours), window_hours=window_hours)
 
 
-def read_redfish_bmc(client, address, chassis=None, now=None, window_hours=72):
+def read_redfish_bmc(client, address, chassis=None, now=None, window_hours=WINDOW_HOURS):
     """The bmc facts of one chassis from the documents it links, and the SEL of its system."""
     bmc = new_bmc("redfish", address)
     path, reason = _chassis_path(client, chassis)

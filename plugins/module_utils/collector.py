@@ -15,6 +15,7 @@ import re
 import threading
 import time
 
+from ansible_collections.gpufleet.core.plugins.module_utils.args_common import WINDOW_HOURS
 from ansible_collections.gpufleet.core.plugins.module_utils.bmc_collect import collect_bmc_in_band
 from ansible_collections.gpufleet.core.plugins.module_utils.driver_clients import collect_driver_clients
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
@@ -97,7 +98,7 @@ class Collection:
     """Options of one run; `run()` returns (facts, fixture or None)."""
 
     def __init__(self, source="auto", gather_subset=None, timeout=60, command_timeout=20,
-                 kernel_log_source="auto", kernel_log_files=None, kernel_log_window_hours=72,
+                 kernel_log_source="auto", kernel_log_files=None, kernel_log_window_hours=WINDOW_HOURS,
                  services=None, record=False, scrub=True, fixture=None, pynvml=None, host=None,
                  nvml_library=None, pressure_sample_seconds=0, kubernetes=None):
         self.source = source

@@ -22,6 +22,7 @@ import collections
 import re
 import time
 
+from ansible_collections.gpufleet.core.plugins.module_utils.args_common import KERNEL_LOG_SOURCES, WINDOW_HOURS
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
     add_error, normalize_pci_bus_id, printable)
 
@@ -730,7 +731,7 @@ class EventBounds:
 
 # --- collection -------------------------------------------------------------------------
 
-SOURCES = ("auto", "journalctl", "dmesg", "files")
+SOURCES = KERNEL_LOG_SOURCES
 
 
 def journalctl_argv(path, window_hours):
@@ -827,7 +828,7 @@ def _parse_files(host, facts, files, now, window_seconds, unplaced):
     return xids, kernel, sxids, oom_kills
 
 
-def collect_kernel_log(host, facts, source="auto", files=None, window_hours=72, timeout=20):
+def collect_kernel_log(host, facts, source="auto", files=None, window_hours=WINDOW_HOURS, timeout=20):
     """Fills facts['xid_events'], facts['kernel_events'] and facts['sxid_events'] (NVSwitch errors) with a bounded
     sample of the window's events (EventBounds) and facts['kernel_log'] with the source, the counts and the groups.
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""One load step on the host (module gpufleet.core.load_step): start the load in a process group of its own,
+"""One load step on the host (module gpufleet.core.loadstep): start the load in a process group of its own,
 bounded by coreutils `timeout` on the host, sample every GPU and process and the host's pressure every
 interval, read the kernel log written meanwhile, and stop the whole group at the end, whatever happened.
 

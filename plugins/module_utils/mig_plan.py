@@ -283,7 +283,7 @@ def _slice_mask(placement):
 # ---------------------------------------------------------------- actual layout and drift
 
 def actual_layout(gpu_fact):
-    """The MIG state of one gpus[] fact, counted as nvidia-mig-parted counts it.
+    """The MIG layout of one gpus[] fact, counted as nvidia-mig-parted counts it.
 
     Returns {"mig_enabled": mode_current (bool or None), "mig_enabled_pending": mode_pending,
     "devices": {profile: count} of compute instances (canonical names, e.g. "1c.3g.40gb"),

@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the modules that change GPUs with nvidia-smi share: their options, reading the GPUs, selecting
-them, refusing the ones that processes use (or whose process list is unknown), and the diff text.
+"""What the modules that change GPUs with nvidia-smi share: reading the GPUs, selecting them, refusing the ones
+that processes use (or whose process list is unknown), and the diff text.
 
-The options are documented once, in the doc fragment gpufleet.core.nvidia_smi.
+Their shared options are args_common.nvidia_smi_spec, documented once in the doc fragment gpufleet.core.nvidia_smi.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,14 +15,6 @@ from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import n
 from ansible_collections.gpufleet.core.plugins.module_utils.gpu_processes import (
     RecordingHost, describe_unknown, mark_unknown)
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import collect_nvidia_smi
-
-
-def nvidia_smi_argument_spec(timeout=60):
-    """The options of the doc fragment gpufleet.core.nvidia_smi; timeout is the module's default."""
-    return dict(
-        nvidia_smi=dict(type="path"),
-        timeout=dict(type="int", default=timeout),
-    )
 
 
 class NvidiaSmiHostError(Exception):

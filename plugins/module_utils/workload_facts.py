@@ -15,6 +15,7 @@ __metaclass__ = type
 
 import signal
 
+from ansible_collections.gpufleet.core.plugins.module_utils.args_common import WINDOW_HOURS
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import add_error
 from ansible_collections.gpufleet.core.plugins.module_utils.host_facts import parse_systemctl_show
 from ansible_collections.gpufleet.core.plugins.module_utils import journal_scan
@@ -241,7 +242,7 @@ def _service_order(services, gpu_units):
     return ordered
 
 
-def collect_workload(host, facts, services=(), window_hours=72, kernel_log_source="auto", kernel_log_files=(),
+def collect_workload(host, facts, services=(), window_hours=WINDOW_HOURS, kernel_log_source="auto", kernel_log_files=(),
                      timeout_for=lambda: 20.0):
     """Fills facts['workload'] (see the facts schema). timeout_for() gives each command's timeout."""
     gpu_units = units_with_gpu_processes(host, facts)

@@ -169,10 +169,14 @@ options:
         that ties the slices of one fleet run together (C(docs/awx.md)). The user's name and e-mail are left out.
     type: dict
     default: {}
+extends_documentation_fragment:
+  - gpufleet.core.attributes
 attributes:
   check_mode:
-    description: Reports are written in check mode too; they change nothing on the hosts.
     support: full
+    details: Reports are written in check mode too; they change nothing on the hosts.
+  diff_mode:
+    support: none
 notes:
   - Report files are described by C(docs/schema/report.schema.json).
   - node_exporter's textfile collector should read C(<report_root>/latest), which only complete runs move.

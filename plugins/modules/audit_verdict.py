@@ -32,10 +32,14 @@ options:
     description: Why, shown with the result.
     type: str
     default: ""
+extends_documentation_fragment:
+  - gpufleet.core.attributes
 attributes:
   check_mode:
-    description: Behaves the same in check mode; it changes nothing.
     support: full
+    details: Behaves the same in check mode; it changes nothing.
+  diff_mode:
+    support: none
 seealso:
   - module: gpufleet.core.audit_report
 """

@@ -33,37 +33,11 @@ author:
   - gpufleet contributors (!UNKNOWN)
 requirements:
   - C(ipmitool) where the module runs.
+extends_documentation_fragment:
+  - gpufleet.core.bmc_connection
+  - gpufleet.core.attributes
+  - gpufleet.core.attributes.platform
 options:
-  address:
-    description: Host name or IP address of the BMC.
-    type: str
-    required: true
-  protocol:
-    description: V(ipmi) (ipmitool over LAN) or V(redfish) (HTTPS).
-    type: str
-    choices: [ipmi, redfish]
-    default: ipmi
-  port:
-    description: Port of the BMC's service; unset, 623 (UDP) for V(ipmi) and 443 for V(redfish).
-    type: int
-  user:
-    description: BMC user name.
-    type: str
-    required: true
-  password:
-    description: BMC password (from a vault). Never logged or returned.
-    type: str
-    required: true
-  interface:
-    description: V(lanplus) (IPMI 2.0, RMCP+) or V(lan) (IPMI 1.5).
-    type: str
-    choices: [lanplus, lan]
-    default: lanplus
-  cipher_suite:
-    description:
-      - RMCP+ cipher suite (C(ipmitool -C)), for example V(17) or V(3); unset, ipmitool asks the BMC for the suites it
-        offers first.
-    type: int
   window_hours:
     description: Event-log records of the last this many hours are returned (records without a time too).
     type: int
@@ -87,11 +61,12 @@ options:
     default: true
 attributes:
   check_mode:
-    description: Reads only; behaves the same in check mode.
     support: full
+    details: Reads only; behaves the same in check mode.
   diff_mode:
-    description: Changes nothing, so there is no diff.
     support: none
+  platform:
+    platforms: posix
 seealso:
   - module: gpufleet.core.gpu_facts
 """
@@ -148,27 +123,14 @@ bmc:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.core.plugins.module_utils.bmc_lan import read_bmc_over_lan
+from ansible_collections.gpufleet.core.plugins.module_utils.args_common import BMC_CONNECTION_SPEC
+from ansible_collections.gpufleet.core.plugins.module_utils.bmc_lan import BMC_READ_SPEC, read_bmc_over_lan
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import module_host
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            address=dict(type="str", required=True),
-            protocol=dict(type="str", default="ipmi", choices=["ipmi", "redfish"]),
-            port=dict(type="int"),
-            user=dict(type="str", required=True),
-            password=dict(type="str", required=True, no_log=True),
-            interface=dict(type="str", default="lanplus", choices=["lanplus", "lan"]),
-            cipher_suite=dict(type="int"),
-            window_hours=dict(type="int", default=72),
-            timeout=dict(type="int", default=20),
-            ipmitool=dict(type="path"),
-            redfish_base_url=dict(type="str"),
-            redfish_chassis=dict(type="str"),
-            validate_certs=dict(type="bool", default=True),
-        ),
+        argument_spec=dict(BMC_CONNECTION_SPEC, **BMC_READ_SPEC),
         supports_check_mode=True,
     )
     params = module.params

@@ -79,10 +79,14 @@ options:
         C(from), C(to), C(msg), ...); V(skipped) (or null) for a host the batch left alone because the rollout
         had stopped.
     type: dict
+extends_documentation_fragment:
+  - gpufleet.core.attributes
 attributes:
   check_mode:
-    description: The steps do the same in check mode (the report says C(check_mode) true); they change no host.
     support: full
+    details: The steps do the same in check mode (the report says C(check_mode) true); they change no host.
+  diff_mode:
+    support: none
 author:
   - gpufleet contributors (!UNKNOWN)
 seealso:

@@ -65,16 +65,6 @@ options:
     type: list
     elements: int
     default: []
-  kernel_log_source:
-    description: Where the kernel log is read, as in M(gpufleet.core.gpu_facts).
-    type: str
-    choices: [auto, journalctl, dmesg, files]
-    default: auto
-  kernel_log_files:
-    description: Files read for O(kernel_log_source=files).
-    type: list
-    elements: path
-    default: []
   dcgm_diag:
     description:
       - Also run C(dcgmi diag -r 1) (the quick, non-invasive level, at most 300 seconds) when DCGM is installed and
@@ -115,13 +105,18 @@ options:
   fixture:
     description: Fixture file on the target, for O(source=replay).
     type: path
+extends_documentation_fragment:
+  - gpufleet.core.kernel_log
+  - gpufleet.core.attributes
+  - gpufleet.core.attributes.platform
 attributes:
   check_mode:
-    description: Runs the same read-only commands in check mode; O(bug_report) is skipped.
     support: full
+    details: Runs the same read-only commands in check mode; O(bug_report) is skipped.
   diff_mode:
-    description: Changes nothing, so there is no diff.
     support: none
+  platform:
+    platforms: linux
 notes:
   - Reading the whole journal and the BMC usually needs root (C(become)).
 seealso:
@@ -240,6 +235,7 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
+from ansible_collections.gpufleet.core.plugins.module_utils.args_common import kernel_log_spec
 from ansible_collections.gpufleet.core.plugins.module_utils.evidence import collect_evidence
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import (
     CommandResult, LiveHost, ReplayHost, command_key, run_bounded)
@@ -317,8 +313,7 @@ def main():
             clock_offset_s=dict(type="int", default=0),
             services=dict(type="list", elements="str", default=[]),
             pids=dict(type="list", elements="int", default=[]),
-            kernel_log_source=dict(type="str", default="auto", choices=["auto", "journalctl", "dmesg", "files"]),
-            kernel_log_files=dict(type="list", elements="path", default=[]),
+            **kernel_log_spec(),
             dcgm_diag=dict(type="bool", default=False),
             bug_report=dict(type="bool", default=False),
             timeout=dict(type="int", default=180),

@@ -103,22 +103,6 @@ options:
         its process group are killed and it is reported in C(errors). Never more than what is left of O(timeout).
     type: int
     default: 20
-  kernel_log_source:
-    description:
-      - Where kernel log events (Xid, fallen off the bus, API mismatch, NVSwitch errors (SXid)) are read from.
-      - V(auto) uses C(journalctl -k), then C(dmesg). V(files) reads O(kernel_log_files).
-    type: str
-    choices: [auto, journalctl, dmesg, files]
-    default: auto
-  kernel_log_files:
-    description:
-      - Log files to read when O(kernel_log_source=files), for example C(/var/log/kern.log) or a saved C(dmesg).
-      - Read are classic syslog lines, ISO 8601 times with or without a zone, C(YYYY-MM-DD HH:MM:SS,mmm), RFC 5424,
-        C(dmesg --ctime), C(dmesg --decode), raw C(dmesg) and C(/dev/kmsg) records; NVRM lines in any other format
-        are counted in C(kernel_log.unplaced_lines) with an entry in C(errors).
-    type: list
-    elements: path
-    default: []
   kernel_log_window_hours:
     description:
       - Only kernel log events from the last this many hours are returned. Events without a time are kept.
@@ -218,48 +202,23 @@ options:
         C(incident.yml) and C(loadstep.yml), whose later tasks read the facts, keep them.
     type: bool
     default: true
-  bmc_address:
-    description:
-      - Read on the controller by the action plugin. When set, after the collection the host's BMC at this address is
-        read over the network from the controller, in-process, by the code of M(gpufleet.core.bmc_facts) (ipmitool
-        over LAN or Redfish), and the result replaces C(bmc) of the facts. A BMC that does not answer is
-        C(bmc.status=failed) with the reasons, never a failed host.
-      - Needs O(bmc_user) and O(bmc_password); without them the BMC is not read and the task warns.
-    type: str
-  bmc_user:
-    description: BMC user name, with O(bmc_address).
-    type: str
-  bmc_password:
-    description:
-      - BMC password (from a vault), with O(bmc_address). Given to ipmitool only as a file of mode 0600 that is removed
-        afterwards; never sent to the host, logged or returned.
-    type: str
-  bmc_protocol:
-    description: With O(bmc_address), V(ipmi) (ipmitool over LAN) or V(redfish) (HTTPS).
-    type: str
-    choices: [ipmi, redfish]
-    default: ipmi
-  bmc_port:
-    description: With O(bmc_address), the port of the BMC's service; unset, 623 (UDP) for V(ipmi) and 443 for V(redfish).
-    type: int
-  bmc_interface:
-    description: With O(bmc_address) and O(bmc_protocol=ipmi), V(lanplus) (IPMI 2.0) or V(lan) (IPMI 1.5).
-    type: str
-    choices: [lanplus, lan]
-    default: lanplus
-  bmc_cipher_suite:
-    description: With O(bmc_address) and O(bmc_protocol=ipmi), the RMCP+ cipher suite (C(ipmitool -C)).
-    type: int
+extends_documentation_fragment:
+  - gpufleet.core.kernel_log
+  - gpufleet.core.bmc_connection.inventory
+  - gpufleet.core.attributes
+  - gpufleet.core.attributes.facts
+  - gpufleet.core.attributes.platform
 attributes:
   check_mode:
-    description: Can run in check mode and return the same facts; O(record) writes nothing then.
     support: full
+    details: Can run in check mode and return the same facts; O(record) writes nothing then.
   diff_mode:
-    description: Changes nothing, so there is no diff.
     support: none
   facts:
-    description: Returns facts under C(ansible_facts.gpufleet).
     support: full
+    details: Under C(ansible_facts.gpufleet).
+  platform:
+    platforms: linux
 notes:
   - Facts are returned under C(ansible_facts.gpufleet); the schema version is in C(gpufleet.schema_version).
   - Reading the kernel log may need root (C(become)) on hosts that restrict C(dmesg).
@@ -3412,6 +3371,7 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
+from ansible_collections.gpufleet.core.plugins.module_utils.args_common import WINDOW_HOURS, inventory_bmc_spec, kernel_log_spec
 from ansible_collections.gpufleet.core.plugins.module_utils.collector import (
     Collection, CollectionError, validate_fixture)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import module_host
@@ -3475,9 +3435,8 @@ def main():
             gather_subset=dict(type="list", elements="str", default=["all"]),
             timeout=dict(type="int", default=60),
             command_timeout=dict(type="int", default=20),
-            kernel_log_source=dict(type="str", default="auto", choices=["auto", "journalctl", "dmesg", "files"]),
-            kernel_log_files=dict(type="list", elements="path", default=[]),
-            kernel_log_window_hours=dict(type="int", default=72),
+            **kernel_log_spec(),
+            kernel_log_window_hours=dict(type="int", default=WINDOW_HOURS),
             services=dict(type="list", elements="str", default=[]),
             pressure_sample_seconds=dict(type="int", default=3),
             kubernetes_device_plugin_config=dict(type="list", elements="path", default=list(DEFAULT_CONFIG_FILES)),
@@ -3493,13 +3452,7 @@ def main():
             run_dir=dict(type="path"),
             keep_facts=dict(type="bool", default=True),
             policy=dict(type="dict"),
-            bmc_address=dict(type="str"),
-            bmc_user=dict(type="str"),
-            bmc_password=dict(type="str", no_log=True),
-            bmc_protocol=dict(type="str", default="ipmi", choices=["ipmi", "redfish"]),
-            bmc_port=dict(type="int"),
-            bmc_interface=dict(type="str", default="lanplus", choices=["lanplus", "lan"]),
-            bmc_cipher_suite=dict(type="int"),
+            **inventory_bmc_spec()
         ),
         required_if=[("source", "replay", ["fixture"]), ("kernel_log_source", "files", ["kernel_log_files"])],
         mutually_exclusive=[("record", "fixture")],

@@ -49,13 +49,17 @@ options:
     default: false
 extends_documentation_fragment:
   - gpufleet.core.nvidia_smi
+  - gpufleet.core.attributes
+  - gpufleet.core.attributes.platform
 attributes:
   check_mode:
-    description: Reports the GPUs and commands that would change, and changes nothing.
     support: full
+    details: Reports the GPUs and commands that would change, and changes nothing.
   diff_mode:
-    description: Shows the modes of the selected GPUs before and after.
     support: full
+    details: Shows the modes of the selected GPUs before and after.
+  platform:
+    platforms: linux
 seealso:
   - name: nvidia-smi documentation
     description: The -pm and -c options.
@@ -107,8 +111,9 @@ msg:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import nvidia_smi_module_host
+from ansible_collections.gpufleet.core.plugins.module_utils.args_common import nvidia_smi_spec
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_host import (
-    NvidiaSmiHostError, busy_among, diff_text, nvidia_smi_argument_spec, on_off, read_gpus, refuse_busy, refuse_unknown,
+    NvidiaSmiHostError, busy_among, diff_text, on_off, read_gpus, refuse_busy, refuse_unknown,
     selected, stringify, unknown_among)
 
 COMPUTE_MODE_ARGS = {"default": "DEFAULT", "exclusive_process": "EXCLUSIVE_PROCESS", "prohibited": "PROHIBITED"}
@@ -118,7 +123,7 @@ ARGUMENT_SPEC = dict(
     compute_mode=dict(type="str", choices=sorted(COMPUTE_MODE_ARGS)),
     gpus=dict(type="list", elements="int"),
     allow_busy=dict(type="bool", default=False),
-    **nvidia_smi_argument_spec(timeout=60)
+    **nvidia_smi_spec(timeout=60)
 )
 
 WHAT_IS_READ = "the GPUs' modes"

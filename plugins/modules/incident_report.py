@@ -54,10 +54,14 @@ options:
   run_marker:
     description: The value of O(run_marker_var) of the hosts of this run (the proposed run folder).
     type: str
+extends_documentation_fragment:
+  - gpufleet.core.attributes
 attributes:
   check_mode:
-    description: Writes the same files in check mode; it changes no host.
     support: full
+    details: Writes the same files in check mode; it changes no host.
+  diff_mode:
+    support: none
 seealso:
   - module: gpufleet.core.gpu_evidence
   - module: gpufleet.core.audit_report

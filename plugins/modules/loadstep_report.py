@@ -44,12 +44,16 @@ options:
     description: When the run started (UTC, ISO 8601).
     type: str
     required: true
+extends_documentation_fragment:
+  - gpufleet.core.attributes
 attributes:
   check_mode:
-    description: Writes nothing in check mode.
     support: full
+    details: Writes nothing in check mode.
+  diff_mode:
+    support: none
 seealso:
-  - module: gpufleet.core.load_step
+  - module: gpufleet.core.loadstep
 """
 
 EXAMPLES = r"""

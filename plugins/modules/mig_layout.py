@@ -42,7 +42,7 @@ options:
     description:
       - The desired layout of each GPU to manage, by NVML index (as C(nvidia-smi) numbers GPUs). GPUs not
         listed are left alone.
-      - The C(gpufleet.core.mig_desired) filter computes this list from the policy's C(mig.config) and
+      - The C(gpufleet.core.desired_mig_layout) filter computes this list from the policy's C(mig.config) and
         C(mig.selected).
     type: list
     elements: dict
@@ -94,13 +94,17 @@ options:
     default: 300
 extends_documentation_fragment:
   - gpufleet.core.nvidia_smi
+  - gpufleet.core.attributes
+  - gpufleet.core.attributes.platform
 attributes:
   check_mode:
-    description: Reads the state and returns the plan (C(commands)) without running it.
     support: full
+    details: Reads the state and returns the plan (C(commands)) without running it.
   diff_mode:
-    description: Shows the layout of the managed GPUs before and after.
     support: full
+    details: Shows the layout of the managed GPUs before and after.
+  platform:
+    platforms: linux
 notes:
   - Compute instances are created with the C(nvidia-smi mig -cci) profile ids (0 for one slice, 1 for two,
     2 for three, 3 for four, 4 for seven, 5 for eight, 6 for six), as C(nvidia-smi mig -lcip) lists them.
@@ -193,8 +197,9 @@ from ansible_collections.gpufleet.core.plugins.module_utils.host_io import nvidi
 from ansible_collections.gpufleet.core.plugins.module_utils.mig_plan import (
     NEW_GI, MigConfigError, actual_layout, canonical_profile_name, feasibility_reasons, gpu_plan, instance_steps,
     layout_matches, parse_profile, step_command)
+from ansible_collections.gpufleet.core.plugins.module_utils.args_common import nvidia_smi_spec
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_host import (
-    NvidiaSmiHostError, busy_among, check_present, diff_text, nvidia_smi_argument_spec, on_off, pids, processes_known,
+    NvidiaSmiHostError, busy_among, check_present, diff_text, on_off, pids, processes_known,
     refuse_busy, refuse_unknown, stringify, unknown_among)
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_host import read_gpus as read_nvidia_smi
 
@@ -211,7 +216,7 @@ ARGUMENT_SPEC = dict(
     profiles=dict(type="dict"),
     allow_drain=dict(type="bool", default=False),
     reset=dict(type="bool", default=False),
-    **nvidia_smi_argument_spec(timeout=300)
+    **nvidia_smi_spec(timeout=300)
 )
 
 CHANGE = "MIG layout"
@@ -258,7 +263,7 @@ def desired_by_index(params):
 
 def read_gpus(host, timeout):
     """{index: gpus[] fact} from nvidia-smi -q -x, -lgi and -lci; NvidiaSmiHostError when the state is not known."""
-    return read_nvidia_smi(host, timeout, "the GPUs' MIG state", require_complete=True)
+    return read_nvidia_smi(host, timeout, "the GPUs' MIG layout", require_complete=True)
 
 
 def layout_summary(gpu):

@@ -50,10 +50,14 @@ options:
         the hosts affected.
     type: bool
     default: false
+extends_documentation_fragment:
+  - gpufleet.core.attributes
 attributes:
   check_mode:
     support: full
-    description: Nothing is changed in any mode.
+    details: Nothing is changed in any mode.
+  diff_mode:
+    support: none
 notes:
   - Run it once, on the controller, before the play that contacts the hosts, for example in a play on
     C(localhost) with O(hosts) set to the hosts of the audit.

@@ -35,13 +35,18 @@ options:
     description: The run's start time, returned as the fact C(gpufleet_started_at).
     type: str
     required: true
+extends_documentation_fragment:
+  - gpufleet.core.attributes
+  - gpufleet.core.attributes.facts
 attributes:
   check_mode:
-    description: Creates the folder in check mode too.
     support: full
+    details: Creates the folder in check mode too.
+  diff_mode:
+    support: none
   facts:
-    description: Returns C(gpufleet_run_dir) and C(gpufleet_started_at) under C(ansible_facts).
     support: full
+    details: C(gpufleet_run_dir) and C(gpufleet_started_at) under C(ansible_facts).
 seealso:
   - module: gpufleet.core.audit_report
   - module: gpufleet.core.gpu_facts

@@ -21,6 +21,8 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.errors import AnsibleValueOmittedError
 from ansible.parsing.vault import EncryptedString
 
+from ansible_collections.gpufleet.core.plugins.module_utils.args_common import (
+    BMC_PROTOCOLS, IPMI_INTERFACES, KERNEL_LOG_SOURCES)
 from ansible_collections.gpufleet.core.plugins.module_utils.collector import ALL_SUBSETS
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import FAIL_SEVERITIES
 from ansible_collections.gpufleet.core.plugins.modules import gpu_facts
@@ -184,15 +186,15 @@ SETTINGS = collections.OrderedDict([
     ("gpufleet_collect_timeout", setting(whole_number(1))),
     ("gpufleet_collect_margin", setting(whole_number(0))),
     ("gpufleet_services", setting(text_list)),
-    ("gpufleet_kernel_log_source", setting(one_of(lambda: gpu_facts_choices("kernel_log_source")))),
+    ("gpufleet_kernel_log_source", setting(one_of(lambda: KERNEL_LOG_SOURCES))),
     ("gpufleet_kernel_log_files", setting(text_list)),
     ("gpufleet_kernel_log_window_hours", setting(whole_number(1))),
     ("gpufleet_bmc_address", setting(text)),
     ("gpufleet_bmc_user", setting(text)),
     ("gpufleet_bmc_password", setting(text, shown_secret)),
-    ("gpufleet_bmc_protocol", setting(one_of(lambda: gpu_facts_choices("bmc_protocol")))),
+    ("gpufleet_bmc_protocol", setting(one_of(lambda: tuple(BMC_PROTOCOLS)))),
     ("gpufleet_bmc_port", setting(whole_number(1, 65535))),
-    ("gpufleet_bmc_interface", setting(one_of(lambda: gpu_facts_choices("bmc_interface")))),
+    ("gpufleet_bmc_interface", setting(one_of(lambda: tuple(IPMI_INTERFACES)))),
     ("gpufleet_bmc_cipher_suite", setting(whole_number(0))),
     ("gpufleet_kubernetes_kubectl", setting(flag)),
     ("gpufleet_kubernetes_kubeconfig", setting(text)),

@@ -5,7 +5,7 @@
 (summarize_step), whether it broke and in which layer (judge_step), how much memory each added worker
 costs, and the largest worker count that held with the policy's headroom (suggest_cap).
 
-Plain functions over the measurements of gpufleet.core.load_step; the tests call them directly.
+Plain functions over the measurements of gpufleet.core.loadstep; the tests call them directly.
 """
 
 from __future__ import absolute_import, division, print_function

@@ -6,6 +6,8 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpufleet.core.plugins.module_utils.args_common import WINDOW_HOURS
+
 
 UNIT_TYPES = ("service", "socket", "target", "timer", "path", "mount", "slice", "scope")
 RESTART_VALUES = ("no", "on-success", "on-failure", "on-abnormal", "on-watchdog", "on-abort", "always")
@@ -90,7 +92,7 @@ DEFAULT_POLICY = {
         "pcie_replay_warning": 100,
         "aer_correctable_warning": 10,
         "nvlink_errors_warning": 1,
-        "xid_window_hours": 72,
+        "xid_window_hours": WINDOW_HOURS,
         "vbios_mismatch": True,
         # ASHRAE class A2's allowable maximum; DGX-class systems specify 30 C (docs/policy.md)
         "inlet_temperature_c": 35,

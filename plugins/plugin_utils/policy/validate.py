@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Validation: the effective policy of one host from its fragments, checked key by key and across keys, with
-its MIG document loaded (once, here: the rules and the mig_desired filter read it from the policy) and its
+its MIG document loaded (once, here: the rules and the desired_mig_layout filter read it from the policy) and its
 catalog overrides checked by the modules that own them."""
 
 from __future__ import absolute_import, division, print_function

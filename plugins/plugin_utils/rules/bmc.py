@@ -10,6 +10,7 @@ __metaclass__ = type
 
 import datetime
 
+from ansible_collections.gpufleet.core.plugins.module_utils.args_common import WINDOW_HOURS
 from ansible_collections.gpufleet.core.plugins.module_utils.redfish_chassis import is_leaking
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import parse_time, rule
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.host_clock import offset_of
@@ -151,7 +152,7 @@ def event_log(ctx):
     if not sel:
         return ()
     cutoff = ctx.now + datetime.timedelta(seconds=_bmc_ahead_of_host(ctx, bmc),
-                                          hours=-(ctx.thresholds.get("xid_window_hours") or 72))
+                                          hours=-(ctx.thresholds.get("xid_window_hours") or WINDOW_HOURS))
     critical = [event for event in sel.get("events") or ()
                 if event.get("severity") == "critical" and event.get("asserted") and _in_window(event, cutoff)]
     older = [event for event in sel.get("open_before_window") or () if not _cleared_by_sensors(bmc, event)]

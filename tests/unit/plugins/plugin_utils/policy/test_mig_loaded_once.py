@@ -1,4 +1,4 @@
-"""The MIG config is loaded once, by policy resolution: the rules and the mig_desired filter read the document
+"""The MIG config is loaded once, by policy resolution: the rules and the desired_mig_layout filter read the document
 from the effective policy and never read mig.config_file themselves; the policies policy_check returns stay
 plain JSON, one copy per distinct policy."""
 
@@ -6,7 +6,7 @@ import json
 
 import yaml
 
-from ansible_collections.gpufleet.core.plugins.filter.mig_desired import mig_desired
+from ansible_collections.gpufleet.core.plugins.filter.desired_mig_layout import desired_mig_layout
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import FleetPolicies, validate_policy
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.scheduling import mig_plan
 
@@ -37,7 +37,7 @@ def test_rules_and_the_filter_read_the_document_the_resolution_loaded(tmp_path):
     plan = mig_plan(policy)
     assert plan.error is None and plan.selected == "halves"
     assert plan.config["mig-configs"]["halves"][0]["mig-devices"] == {"3g.40gb": 2}
-    desired = mig_desired(A100_FACTS, policy)
+    desired = desired_mig_layout(A100_FACTS, policy)
     assert desired["selected"] == "halves"
     assert [(gpu["index"], gpu["mig_enabled"], gpu["devices"]) for gpu in desired["gpus"]] == [
         (0, True, {"3g.40gb": 2}), (1, True, {"3g.40gb": 2})]

@@ -6,13 +6,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 DOCUMENTATION = r"""
-name: mig_desired
+name: desired_mig_layout
 short_description: The MIG layout the policy wants on each GPU of a host, with the profile tables
 version_added: 1.0.0
 description:
   - Takes a host's C(ansible_facts.gpufleet) (from M(gpufleet.core.gpu_facts)) and its effective policy
     (C(ansible_facts.gpufleet_effective_policy) from M(gpufleet.core.policy_check) with C(facts=true)) and
-    returns the arguments of M(gpufleet.core.mig_layout) - the desired devices of every GPU that the selected
+    returns the arguments of M(gpufleet.core.mig_layout) - the desired MIG layout of every GPU that the selected
     C(nvidia-mig-parted) config covers, and the MIG profile table of the GPU model from the shipped
     knowledge and the policy's C(catalogs.mig_profiles).
   - Returns no GPU when the policy has no C(mig.config) or no C(mig.selected).
@@ -33,7 +33,7 @@ EXAMPLES = r"""
     gpus: "{{ gpufleet_mig.gpus }}"
     profiles: "{{ gpufleet_mig.profiles }}"
   vars:
-    gpufleet_mig: "{{ ansible_facts.gpufleet | gpufleet.core.mig_desired(ansible_facts.gpufleet_effective_policy) }}"
+    gpufleet_mig: "{{ ansible_facts.gpufleet | gpufleet.core.desired_mig_layout(ansible_facts.gpufleet_effective_policy) }}"
 """
 
 RETURN = r"""
@@ -51,9 +51,9 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge impo
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.mig_config import MigConfigError, desired_layout
 
 
-def mig_desired(facts, policy):
+def desired_mig_layout(facts, policy):
     if not isinstance(facts, dict) or not isinstance(policy, dict):
-        raise AnsibleFilterError("mig_desired expects the host's gpufleet facts and its effective policy (mappings)")
+        raise AnsibleFilterError("desired_mig_layout expects the host's gpufleet facts and its effective policy (mappings)")
     mig = policy.get("mig") or {}
     result = {"selected": mig.get("selected"), "gpus": [], "profiles": None, "models": {}}
     if mig.get("config") is None or (mig.get("selected") is None and len(mig["config"].get("mig-configs") or {}) != 1):
@@ -63,7 +63,7 @@ def mig_desired(facts, policy):
         layout = desired_layout(mig["config"], mig.get("selected"), gpus)
         knowledge = load_knowledge(policy.get("catalogs"))
     except (MigConfigError, ValueError) as error:
-        raise AnsibleFilterError("mig_desired: %s" % error)
+        raise AnsibleFilterError("desired_mig_layout: %s" % error)
     names = dict((gpu.get("index"), gpu.get("name")) for gpu in gpus)
     for index in sorted(layout):
         wanted = layout[index]
@@ -81,4 +81,4 @@ def mig_desired(facts, policy):
 
 class FilterModule:
     def filters(self):
-        return {"mig_desired": mig_desired}
+        return {"desired_mig_layout": desired_mig_layout}

@@ -8,7 +8,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 ---
-module: load_step
+module: loadstep
 short_description: Run one step of a stepwise load test on a GPU host and sample it every second
 version_added: 1.1.0
 description:
@@ -89,21 +89,28 @@ notes:
   - Service mode runs the unit's first C(ExecStart=) command as the module's user with the unit's C(Environment=)
     (not C(EnvironmentFile=), C(User=) or the unit's cgroup limits); a service that needs those is driven through a
     load command instead.
+extends_documentation_fragment:
+  - gpufleet.core.attributes
+  - gpufleet.core.attributes.platform
 attributes:
   check_mode:
-    description: In check mode it returns the plan (command line, environment, seconds) and starts nothing.
     support: full
+    details: In check mode it returns the plan (command line, environment, seconds) and starts nothing.
+  diff_mode:
+    support: none
+  platform:
+    platforms: linux
 seealso:
   - module: gpufleet.core.gpu_facts
 """
 
 EXAMPLES = r"""
 - name: Sample the idle host (step 0)
-  gpufleet.core.load_step:
+  gpufleet.core.loadstep:
     duration: 5
 
 - name: Four requests in flight against the inference endpoint, for 30 s after 5 s of warm-up
-  gpufleet.core.load_step:
+  gpufleet.core.loadstep:
     step: 3
     concurrency: 4
     command: /opt/loadgen/http_load --url http://127.0.0.1:8000/v1/completions --concurrency {concurrency}
@@ -111,7 +118,7 @@ EXAMPLES = r"""
     warmup: 5
 
 - name: Stop whatever an interrupted run left behind
-  gpufleet.core.load_step:
+  gpufleet.core.loadstep:
     state: stopped
 """
 
