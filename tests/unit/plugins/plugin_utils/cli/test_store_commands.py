@@ -127,7 +127,8 @@ def test_latest_is_the_complete_run_that_started_last_not_a_partial_or_older_one
 
 
 def test_an_unfinished_run_cannot_be_a_baseline(store_url, capsys):  # noqa: F811
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings, record_run
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings
+    from tests.support.store_runs import record_run
     report, facts = make_run("killed", T1, {"node-1": []})
     record_run(StoreSettings(store_url, "test"), report, facts, reports_pending=True)
     status, _out, err = run(["--store-url", store_url, "baseline", "set", "killed"], capsys)

@@ -12,7 +12,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline impor
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import make_engine
 from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import facts_file_text
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import host_extract
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings, record_run
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings
+from tests.support.store_runs import record_run
 from tests.support.postgres import postgres_cluster, store_url  # noqa: F401 pylint: disable=unused-import
 from tests.support.store_runs import BUS, gpu_facts, make_run
 

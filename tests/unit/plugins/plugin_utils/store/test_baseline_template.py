@@ -11,7 +11,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.html import 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline import set_baseline
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline_template import markdown, render_markdown
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import make_engine
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings, record_run
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings
+from tests.support.store_runs import record_run
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import render_json
 from tests.support.postgres import postgres_cluster, store_url  # noqa: F401 pylint: disable=unused-import
 from tests.support.schema_check import ROOT
