@@ -53,8 +53,11 @@ def test_no_store_module_imports_a_wing_above_it(path):
 
 
 def test_the_check_sees_an_upward_import_inside_a_function():
-    source = ("def f():\n    from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import RENDERERS\n"
-              "    from ..audit import fleet_view\n    from ansible_collections.gpufleet.core.plugins.plugin_utils import cli\n")
+    source = "\n".join((
+        "def f():",
+        "    from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import RENDERERS",
+        "    from ..audit import fleet_view",
+        "    from ansible_collections.gpufleet.core.plugins.plugin_utils import cli", ""))
     names = {upward(name) for name in imported_names(ast.parse(source), PACKAGE + "store")}
     assert names == {None, "reports", "audit", "cli"}
 

@@ -14,7 +14,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.schema import ensure_schema, head_revision
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import BASELINES, RUNS
 from tests.support.postgres import postgres_cluster, store_url  # noqa: F401 pylint: disable=unused-import
-from tests.support.store_runs import BUS, gpu_facts, host_facts, host_wide, make_run, pcie, record, xid
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings
+from tests.support.store_runs import BUS, gpu_facts, host_facts, host_wide, make_run, pcie, record, record_run, xid
 
 
 def days_ago(days):
@@ -232,8 +233,6 @@ def facts_hosts(url, run_id):
 
 def test_a_limit_run_of_one_group_applies_its_retention_to_that_groups_data_only(store_url):
     from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings
-    from tests.support.store_runs import record_run
     keep = {"facts_days": 0, "runs_days": 0}
     record(store_url, *make_run("a-old", days_ago(60), {"a-1": []}), **keep)
     record(store_url, *make_run("b-old", days_ago(60), {"b-1": []}), **keep)
