@@ -24,8 +24,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer impor
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import k8s as rules_k8s
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.correlate import correlate
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import fleet_findings, rules_run
-from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (FACTS_MODE, create_run_dir,
-    facts_file_text, write_atomically)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (
+    FACTS_MODE, create_run_dir, facts_file_text, write_atomically)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import StoreError, make_engine
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import (
     run_facts, run_findings, run_hosts)

@@ -13,8 +13,8 @@ import os
 import zlib
 
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import (compressed_facts, extract_blob,
-    fleet_counters)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import (
+    compressed_facts, extract_blob, fleet_counters)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import IntegrityError
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import (
     CAUSES, COUNTER_COLUMNS, FACTS, FINDINGS, GPU_COUNTERS, HOSTS, RUNS)
@@ -196,7 +196,7 @@ def write_run(connection, report, facts_by_host, identified, history, keep_facts
               counters_by_host=None, host_policies=None, extracts=None, status=None):
     """Insert the run; identified: [(finding, identity, identity parts)]; history: {identity: (first_seen, runs_open)}.
     run_dir: the run folder, whose facts files (hosts.<host>.facts_file, relative to it) are stored as they
-    are; host_policies: {host: effective policy}, kept in the run record (store/aggregate.py reads them);
+    are; host_policies: {host: effective policy}, kept in the run record (audit/aggregate.py reads them);
     extracts: {host: the worker's store extract} (store/extract.py), whose compressed facts are stored as they are;
     status: insert_run's. Returns the run's row number."""
     run_pk = insert_run(connection, report, host_policies, run_dir, status)
