@@ -53,16 +53,11 @@ IMPORT_RULES = (
     (("action",), ("action",), ()),
 )
 
-# Rules another branch of issue 26 makes true (the lead removes the mark when merging it): the store's upward
-# imports go with i26-store, the actions' imports of each other with i26-folder.
+# Rules another branch of issue 26 makes true (the lead removes the mark when merging it): the actions' imports of
+# each other go with i26-folder.
 PENDING = {
-    ("plugin_utils/store",): "i26-store",
     ("action",): "i26-folder",
 }
-# The files whose imports inside functions i26-store moves or explains (store/, the audit's history and aggregate,
-# the store's commands), with its mark as above.
-PENDING_INNER_IMPORTS = ("plugin_utils/store", "plugin_utils/audit/aggregate.py", "plugin_utils/audit/history_step.py",
-                         "plugin_utils/cli/store_commands.py")
 
 
 def plugin_files():
@@ -163,15 +158,8 @@ def test_no_wing_imports_what_the_table_forbids(rule):
 
 
 def test_no_import_inside_a_function_without_a_comment_saying_why():
-    files = [path for path in plugin_files() if not any(covers(name, path) for name in PENDING_INNER_IMPORTS)]
-    broken = {path: found for path in files for found in [unexplained_imports_inside_functions(read(path))] if found}
-    assert broken == {}
-
-
-@pytest.mark.xfail(strict=True, reason="i26-store")
-def test_no_import_inside_a_function_without_a_comment_in_the_store_and_its_callers():
-    files = [path for path in plugin_files() if any(covers(name, path) for name in PENDING_INNER_IMPORTS)]
-    broken = {path: found for path in files for found in [unexplained_imports_inside_functions(read(path))] if found}
+    broken = {path: found for path in plugin_files() for found in [unexplained_imports_inside_functions(read(path))]
+              if found}
     assert broken == {}
 
 
