@@ -2,8 +2,9 @@
 
 import copy
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.history_step import ReportInputs, build_and_record
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import build_report
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings, record_run
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings
 from tests.support.report_inputs import finding
 
 BUS = ("00000000:1B:00.0", "00000000:43:00.0")
@@ -40,6 +41,23 @@ def make_run(run_id, started_at, findings_by_host, status="complete", pattern="a
     for host in unreachable:
         facts[host] = None
     return report, facts
+
+
+def inputs_of(report):
+    """The ReportInputs a built report was made from."""
+    hosts = {host: {key: entry[key] for key in ("status", "facts_file", "message")}
+             for host, entry in report["hosts"].items()}
+    findings = {host: list(entry["findings"]) for host, entry in report["hosts"].items()}
+    return ReportInputs(report["run"], hosts, findings, report["causes"])
+
+
+def record_run(settings, report, facts, host_policies=None, **options):
+    """The run of a report made by make_run recorded as the audit records its own (audit/history_step.py, with
+    the history step), the report replaced in place by the recorded one, which is returned."""
+    recorded = build_and_record(settings, inputs_of(report), facts, host_policies, **options)
+    report.clear()
+    report.update(recorded)
+    return report
 
 
 def record(url, report, facts, **settings):

@@ -18,10 +18,19 @@ import datetime
 import json
 import os
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import StoreError
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.history_step import ReportInputs, build_and_record
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.run import TOOL_VERSION, run_scope
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import write_reports
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import k8s as rules_k8s
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.correlate import correlate
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import fleet_findings, rules_run
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (
+    FACTS_MODE, create_run_dir, facts_file_text, proposed_run_dir, write_atomically)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import StoreError, make_engine
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import (
     run_facts, run_findings, run_hosts)
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import UNFINISHED
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import UNFINISHED, StoreSettings, finish_run
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.schema import ensure_schema
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import select
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import RUNS
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import stored_policies
@@ -36,7 +45,6 @@ def utc_now():
 
 
 def fleet_rule_ids():
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import k8s as rules_k8s
     return set(FLEET_RULES) | {rules_k8s.SHARING_SKEW.id}
 
 
@@ -131,8 +139,6 @@ def aggregate_status(union, count):
 
 def diagnose_union(union):
     """(findings by host, causes): each host's own findings plus the fleet rules, correlated over the union."""
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.correlate import correlate
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import fleet_findings
     findings = {host: list(items) for host, items in union.findings.items()}
     for host, extra in fleet_findings(union.facts, union.policies).items():
         findings.setdefault(host, []).extend(extra)
@@ -141,8 +147,6 @@ def diagnose_union(union):
 
 
 def aggregate_record(run_group, slices, union, first_record, run_id, started_at, count):
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.run import TOOL_VERSION, run_scope
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import rules_run
     pattern = (first_record.get("scope") or {}).get("pattern")
     distinct = list({json.dumps(p, sort_keys=True): p for p in union.policies.values()}.values())
     run = {"id": run_id, "started_at": started_at, "finished_at": utc_now(), "tool_version": TOOL_VERSION,
@@ -155,8 +159,7 @@ def aggregate_record(run_group, slices, union, first_record, run_id, started_at,
 
 
 def build_aggregate(connection, run_group, run_id, started_at):
-    """(report, facts by host, host policies) of the run group's aggregate; StoreError when it has no run."""
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import build_report
+    """(report inputs, facts by host, host policies) of the run group's aggregate; StoreError when it has no run."""
     runs = group_runs(connection, run_group)
     if not runs:
         raise StoreError("no run of run group %r in the store (run.orchestration.run_group of the slices)" % run_group)
@@ -168,18 +171,11 @@ def build_aggregate(connection, run_group, run_id, started_at):
     count = slice_count(runs)
     findings, causes = diagnose_union(union)
     run = aggregate_record(run_group, union.slices, union, runs[0][1], run_id, started_at, count)
-    report = build_report(run, union.statuses, findings, causes)
-    return report, union.facts, union.policies
-
-
-def no_history(_connection, _report, _facts_by_host, _previous_run, _counters):
-    """The slices already added their drift and trend findings; the aggregate adds none twice."""
+    return ReportInputs(run, union.statuses, findings, causes), union.facts, union.policies
 
 
 def write_facts_files(report, facts_by_host, folder):
     """facts/<name>.json of every host whose facts the slices stored, as the slices wrote them."""
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (
-        FACTS_MODE, facts_file_text, write_atomically)
     os.makedirs(os.path.join(folder, "facts"), exist_ok=True)
     for host, entry in report["hosts"].items():
         if facts_by_host.get(host) is not None and entry.get("facts_file"):
@@ -191,12 +187,6 @@ def write_facts_files(report, facts_by_host, folder):
 
 def run_aggregate(url, run_group, report_root, run_dir=None, source="given"):
     """Builds, records (store url) and writes the aggregate's reports; returns (report, run folder, paths)."""
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import create_run_dir, proposed_run_dir
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import write_reports
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import make_engine
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import (
-        StoreSettings, finish_run, record_run)
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.schema import ensure_schema
     started_at = utc_now()
     proposed = run_dir or proposed_run_dir(report_root, "aggregate", started_at.replace("-", "").replace(":", ""))
     engine = make_engine(url)
@@ -209,11 +199,12 @@ def run_aggregate(url, run_group, report_root, run_dir=None, source="given"):
                              % run_group)
         folder = create_run_dir(proposed)
         with engine.connect() as connection:
-            report, facts, policies = build_aggregate(connection, run_group, os.path.basename(folder), started_at)
+            inputs, facts, policies = build_aggregate(connection, run_group, os.path.basename(folder), started_at)
     finally:
         engine.dispose()
     settings = StoreSettings(url, source)
-    record_run(settings, report, facts, policies, extend=no_history, run_dir=folder, reports_pending=True)
+    # the slices already added their drift and trend findings: the aggregate adds none twice
+    report = build_and_record(settings, inputs, facts, policies, run_dir=folder, reports_pending=True, history=False)
     write_facts_files(report, facts, folder)
     paths = write_reports(report, folder, report_root)
     finish_run(settings, report)

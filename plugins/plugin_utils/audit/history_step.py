@@ -1,22 +1,33 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The findings only the store can make (rules_history.py): drift of each host from its baseline run and
-the growth of each GPU's error counters since the previous complete run. They join the report like any
-other finding (summary, verdicts, every renderer), before the run is compared and written."""
+"""The history step of a run: the findings only the store can make (rules/history.py), drift of each host from
+its baseline run and the growth of each GPU's error counters since the previous complete run, made inside the
+run's store transaction (store/record.py, open_run), before the report is built, so they join it like any
+other finding (summary, verdicts, every renderer); then the run is compared and written in the same
+transaction. build_and_record is the one place where a run's report is built and recorded: by the audit
+(audit/run.py) and by the aggregate of a sliced run (audit/aggregate.py, without the history rules)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import collections
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import select
-from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import DEFAULT_FAIL_SEVERITY, NO_FAILURE
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.fleet_view import fleet_view
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import build_report
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import RENDERERS
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.history import (
     DRIFT_RULES, TREND_RULES, HistoryContext, run_rules)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline import baseline_facts, baseline_for_hosts
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline_template import templates_for_hosts
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import fleet_counters
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import (
+    apply_recorded, mark_failed, mark_off, open_run)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import select
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import COUNTER_COLUMNS, GPU_COUNTERS
 
+# a complete run folder's report files, by which the store finishes a run killed after writing them
+REPORT_FILES = tuple(name for name, _render in RENDERERS)
 
 CounterRow = collections.namedtuple("CounterRow", ("host", "gpu_key", "observed_at") + COUNTER_COLUMNS)
 
@@ -38,15 +49,14 @@ def previous_counters(connection, previous_run):
 def audited_baselines(connection, facts_by_host, groups_of_host):
     """{host: (facts in its baseline run, baseline run row, group)} of the hosts audited now."""
     audited = [host for host, facts in facts_by_host.items() if facts is not None]
-    return baseline_facts(connection, baseline_for_hosts(connection, audited, groups_of_host))
+    return baseline_facts(connection, baseline_for_hosts(connection, audited, groups_of_host), fleet_view)
 
 
 def history_findings(connection, facts_by_host, host_policies, groups_of_host, previous_run, current=None,
                      baselines=None):
-    """({host: [findings]}, rule ids evaluated). current: store.counters.fleet_counters of this run;
+    """({host: [findings]}, rule ids evaluated). current: store.extract.fleet_counters of this run;
     baselines: audited_baselines (read here when not given)."""
     if current is None:
-        from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import fleet_counters
         current = fleet_counters(facts_by_host)
     audited = [host for host, facts in facts_by_host.items() if facts is not None]
     if baselines is None:
@@ -71,41 +81,54 @@ def history_findings(connection, facts_by_host, host_policies, groups_of_host, p
     return found, sorted(rules)
 
 
-def add_findings(report, extra, rule_ids):
-    """The report rebuilt with the extra findings and rules (summary, order, counts), in place."""
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import build_report
-    if not extra and not rule_ids:
-        return report
-    if not extra:  # nothing to add (the usual run): the rules that ran are the only change, no rebuild
-        report["run"]["rules_run"] = sorted(set(report["run"].get("rules_run") or ()) | set(rule_ids))
-        return report
-    run = dict(report["run"])
-    never = run.get("fail_severity") == NO_FAILURE
-    if never:
-        run["fail_severity"] = DEFAULT_FAIL_SEVERITY
+ReportInputs = collections.namedtuple("ReportInputs", ("run", "hosts", "findings_by_host", "causes"))
+ReportInputs.__doc__ = "What reports.model.build_report builds a run's report from, before the history step."
+
+
+def with_history(inputs, extra, rule_ids):
+    """The inputs with the history step's findings and the rules it evaluated."""
+    run = inputs.run
     if rule_ids:
-        run["rules_run"] = sorted(set(run.get("rules_run") or ()) | set(rule_ids))
-    hosts = {host: {key: entry.get(key) for key in ("status", "facts_file", "message")}
-             for host, entry in report["hosts"].items()}
-    findings = {host: list(entry["findings"]) + list(extra.get(host) or ()) for host, entry in report["hosts"].items()}
-    rebuilt = build_report(run, hosts, findings, report["causes"])
-    if never:
-        rebuilt["summary"]["failed_threshold"] = False
-        rebuilt["run"]["fail_severity"] = NO_FAILURE
-    for key, value in rebuilt.items():
-        report[key] = value
+        run = dict(run, rules_run=sorted(set(run.get("rules_run") or ()) | set(rule_ids)))
+    findings = inputs.findings_by_host
+    if extra:
+        findings = {host: list(findings.get(host) or ()) + list(extra.get(host) or ())
+                    for host in set(findings) | set(extra)}
+    return ReportInputs(run, inputs.hosts, findings, inputs.causes)
+
+
+def history_report(transaction, inputs, facts_by_host, host_policies, groups_of_host):
+    """The run's report with its history findings, and the baseline template of the audited hosts' baselines as
+    report.json's `baselines` (when any is set)."""
+    baselines = audited_baselines(transaction.connection, facts_by_host, groups_of_host)
+    extra, rule_ids = history_findings(transaction.connection, facts_by_host, host_policies, groups_of_host,
+                                       transaction.previous_run, transaction.counters, baselines)
+    report = build_report(*with_history(inputs, extra, rule_ids))
+    if baselines:
+        report["baselines"] = templates_for_hosts(transaction.connection, baselines)
     return report
 
 
-def extender(host_policies, groups_of_host):
-    """The hook store.record.record_run calls inside the run's transaction: the history findings, and the
-    baseline template of the audited hosts' baselines as report.json's `baselines` (when any is set)."""
-    def extend(connection, report, facts_by_host, previous_run, current=None):
-        baselines = audited_baselines(connection, facts_by_host, groups_of_host)
-        extra, rule_ids = history_findings(connection, facts_by_host, host_policies, groups_of_host, previous_run,
-                                           current, baselines)
-        add_findings(report, extra, rule_ids)
-        if baselines:
-            from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline_template import templates_for_hosts
-            report["baselines"] = templates_for_hosts(connection, baselines)
-    return extend
+def build_and_record(settings, inputs, facts_by_host, host_policies=None, run_dir=None, extracts=None,
+                     reports_pending=False, history=True):
+    """The run's report (ReportInputs), built once, with its history findings (unless history is false) and its
+    "store" and "changes" sections, recorded in the store (settings: store.record.StoreSettings; None: no store,
+    and no such sections). extracts: {host: the store extract its worker prepared} (store/extract.py);
+    reports_pending: the report files are written after this (store.record.finish_run). Never raises for a
+    store problem: the report then says what it was, without the history findings if the store never answered."""
+    if settings is None:
+        return build_report(*inputs)
+    if not settings.url:
+        return mark_off(build_report(*inputs))
+    report = None
+    try:
+        with open_run(settings, inputs.run, facts_by_host, REPORT_FILES, extracts) as transaction:
+            if history:
+                report = history_report(transaction, inputs, facts_by_host, host_policies or {},
+                                        settings.groups_of_host)
+            else:
+                report = build_report(*inputs)
+            recorded = transaction.write(report, facts_by_host, run_dir, host_policies, extracts, reports_pending)
+    except Exception as exc:  # pylint: disable=broad-except  # any store failure is reported, never fatal
+        return mark_failed(report if report is not None else build_report(*inputs), settings, exc)
+    return apply_recorded(report, recorded)

@@ -21,12 +21,12 @@ from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
     DEFAULT_FAIL_SEVERITY, FAIL_SEVERITIES, NO_FAILURE)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.collection_version import VERSION
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import rule_declaration, severity_rank
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.history_step import ReportInputs, build_and_record
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_step import (
     DIAGNOSIS_KEY, accepted_diagnosis, host_step, policy_digest, write_facts)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_summary import collection_status, result_facts
-from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import build_report
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import STORE_EXTRACT_KEY, counters_extract
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import finish_run, record_run
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import finish_run
 from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (
     FACTS_FILE_KEY, FACTS_MODE, facts_file_names, file_mode, write_atomically)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import write_reports
@@ -316,8 +316,7 @@ def _run_audit(results, host_policies, run_dir, report_root, started_at, fail_se
         "started_at": started_at,
         "finished_at": utc_now(),
         "tool_version": TOOL_VERSION,
-        # the report counts a threshold only among real severities; 'none' is checked here
-        "fail_severity": DEFAULT_FAIL_SEVERITY if fail_severity == NO_FAILURE else fail_severity,
+        "fail_severity": fail_severity,
         "policy_errors": [],
         "rules_run": rules_run(distinct) + ([UNREACHABLE_RULE] if accepted else []),
     }
@@ -325,13 +324,9 @@ def _run_audit(results, host_policies, run_dir, report_root, started_at, fail_se
     run["scope"] = run_scope(sorted(results), scope.get("hosts"), scope.get("pattern"), scope.get("limit"))
     run["status"], run["status_reason"] = run_status(statuses, run["scope"], accepted)
     run["orchestration"] = orchestration
-    report = build_report(run, statuses, findings, causes)
-    if fail_severity == NO_FAILURE:
-        report["summary"]["failed_threshold"] = False
-        report["run"]["fail_severity"] = NO_FAILURE
     with signals_unwind():
-        if store is not None:
-            record_run(store, report, views, host_policies, run_dir=run_dir, extracts=extracts, reports_pending=True)
+        report = build_and_record(store, ReportInputs(run, statuses, findings, causes), views, host_policies,
+                                  run_dir=run_dir, extracts=extracts, reports_pending=True)
         write_atomically(os.path.join(run_dir, "hosts.txt"), "\n".join(lines) + "\n")
         paths = write_reports(report, run_dir, report_root)
         finish_run(store, report)

@@ -15,7 +15,15 @@ import json
 import os
 import sys
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import StoreError, resolve_url
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import report_root
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline import set_baseline
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline_template import render_markdown
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import StoreError, make_engine, resolve_url
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import (
+    baselines, find_run, list_runs, run_findings, run_hosts)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import store_error_text
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.schema import ensure_schema
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import IMPORT_ERROR, MISSING, make_url
 
 EXIT_OK = 0
 EXIT_STORE = 1
@@ -23,7 +31,6 @@ WHOLE_FLEET = "all"
 
 
 def store_location(args):
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import report_root
     root = report_root(getattr(args, "report_root", None))
     url, _source = resolve_url(root, getattr(args, "store_url", None), enabled=True)
     return url, root
@@ -31,10 +38,9 @@ def store_location(args):
 
 def open_store(args):
     """(engine, report root) of an existing store, at a revision this code knows (older ones upgrade)."""
-    from sqlalchemy.engine import make_url
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import make_engine
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.schema import ensure_schema
     url, root = store_location(args)
+    if IMPORT_ERROR is not None:
+        raise StoreError(MISSING % IMPORT_ERROR)
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database and not os.path.exists(parsed.database):
         raise StoreError("no store at %s: run an audit first, or give --store-url" % parsed.database)
@@ -71,14 +77,12 @@ def handler(action):
 
 
 def error_text(exc):
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import store_error_text
     return store_error_text(exc)
 
 
 # ----------------------------------------------------------------- runs, show, diff
 
 def runs_action(args, connection, _root):
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import list_runs
     rows = list_runs(connection, args.limit)
     data = [{"run": row.run_id, "scope": row.scope_key, "status": row.status, "started_at": row.started_at,
              "hosts": row.hosts_total, "findings": row.findings_total} for row in rows]
@@ -100,7 +104,6 @@ def finding_line(finding, first_seen=None, runs_open=None):
 
 
 def show_action(args, connection, _root):
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import find_run, run_findings, run_hosts
     run = find_run(connection, args.run)
     hosts = run_hosts(connection, run.id)
     findings = run_findings(connection, run.id)
@@ -122,7 +125,6 @@ def show_action(args, connection, _root):
 
 def diff_findings(connection, run_a, run_b):
     """(new in b, cleared since a, persisting) between two runs, as lists of finding dicts."""
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import run_findings
     before = {identity: finding for finding, identity, _first, _open in run_findings(connection, run_a.id)}
     after = {identity: finding for finding, identity, _first, _open in run_findings(connection, run_b.id)}
     new = [after[key] for key in after if key not in before]
@@ -132,7 +134,6 @@ def diff_findings(connection, run_a, run_b):
 
 
 def diff_action(args, connection, _root):
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import find_run
     run_a, run_b = find_run(connection, args.run_a), find_run(connection, args.run_b)
     new, cleared, persisting = diff_findings(connection, run_a, run_b)
     data = {"from": run_a.run_id, "to": run_b.run_id, "new": new, "cleared": cleared, "persisting": persisting}
@@ -149,7 +150,6 @@ def diff_action(args, connection, _root):
 # ----------------------------------------------------------------- baselines
 
 def baseline_set_action(args, connection, _root):
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline import set_baseline
     row = set_baseline(connection, args.run, args.group)
     emit(args, {"group": args.group, "run": row.run_id},
          ["baseline of %s: run %s (%s, started %s); later runs report drift from it" % (
@@ -159,9 +159,7 @@ def baseline_set_action(args, connection, _root):
 
 
 def baseline_show_action(args, connection, _root):
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import baselines
     if getattr(args, "markdown", False):
-        from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline_template import render_markdown
         sys.stdout.write(render_markdown(connection))
         return EXIT_OK
     rows = baselines(connection)
@@ -180,7 +178,9 @@ def report_action(args, connection, root):
         return aggregate_action(args, root)
     if not args.run:
         raise StoreError("give RUN (or latest), or --aggregate RUN_GROUP")
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.rebuild import rebuild_reports
+    # here, not on top: the renderers load only for the command that writes reports (the gpufleet command starts
+    # without them)
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.rebuild import rebuild_reports
     output, paths = rebuild_reports(connection, args.run, args.output, root)
     emit(args, {"output": output, "files": paths},
          ["rebuilt the reports of run %s from the store: %s/ (%s)" % (
@@ -190,6 +190,7 @@ def report_action(args, connection, root):
 
 def aggregate_action(args, root):
     """The fleet report of a sliced run: every slice's hosts from the store, fleet rules and correlation."""
+    # here, not on top: the rules and renderers load only for the command that runs them
     from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.aggregate import run_aggregate
     url, _root = store_location(args)
     report, folder, paths = run_aggregate(url, args.aggregate, root, args.output)

@@ -156,6 +156,8 @@ def threshold_reached(findings, fail_severity):
 
 
 def build_summary(host_entries, findings, fail_severity):
+    """fail_severity: the run's. Under none the summary names a real severity for the renderers (the default)
+    and the threshold is never reached; run.fail_severity keeps none."""
     host_counts = {status: len(hosts_with_status(host_entries, status)) for status in HOST_STATUSES}
     return {
         "by_layer": count_by_layer(findings),
@@ -165,7 +167,7 @@ def build_summary(host_entries, findings, fail_severity):
         "hosts_by_worst_severity": count_hosts_by_worst_severity(host_entries),
         "unreachable": hosts_with_status(host_entries, "unreachable"),
         "failed": hosts_with_status(host_entries, "failed"),
-        "fail_severity": fail_severity,
+        "fail_severity": DEFAULT_FAIL_SEVERITY if fail_severity == NEVER_FAIL else fail_severity,
         "failed_threshold": threshold_reached(findings, fail_severity),
     }
 

@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Rules on history, which the run store evaluates (store/history_findings.py) because they need earlier
-runs: drift of a host's facts from its baseline run, and the growth per day of a GPU's error counters.
+"""Rules on history, which the audit evaluates inside the run's store transaction (audit/history_step.py)
+because they need earlier runs: drift of a host's facts from its baseline run, and the growth per day of a
+GPU's error counters.
 
 Each rule is declared once here like the engine's rules (id, layer, default severity, title); its check
 takes a HistoryContext and returns findings with "before" and "after" in the evidence. GPUs are matched

@@ -9,8 +9,6 @@ __metaclass__ = type
 
 import datetime
 
-
-from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.fleet_view import fleet_view
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import delete
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import StoreError
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import baselines, find_run, run_facts
@@ -53,15 +51,15 @@ def baseline_for_hosts(connection, hosts, groups_of_host):
     return chosen
 
 
-def baseline_facts(connection, chosen):
-    """{host: (facts of the host in its baseline run, baseline run row, group)}, each host's facts as its fleet view
-    (fleet_view.py: what the drift rules and the baseline templates read); hosts the baseline run did not read (or
-    whose facts retention removed) are left out."""
+def baseline_facts(connection, chosen, view=None):
+    """{host: (facts of the host in its baseline run, baseline run row, group)}, each host's facts through view
+    (the audit's fleet view: what the drift rules and the baseline templates read); hosts the baseline run did not
+    read (or whose facts retention removed) are left out."""
     by_run = {}
     for host, (row, group) in chosen.items():
         by_run.setdefault(row.id, (row, group, []))[2].append(host)
     result = {}
     for _pk, (row, group, hosts) in by_run.items():
-        for host, facts in run_facts(connection, row.id, hosts, fleet_view).items():
+        for host, facts in run_facts(connection, row.id, hosts, view).items():
             result[host] = (facts, row, group)
     return result

@@ -54,17 +54,3 @@ def host_counters(facts):
         if key is not None:
             found[key] = (gpu, gpu_counters(gpu))
     return found
-
-
-def fleet_counters(facts_by_host, extracts=None):
-    """{host: host_counters(facts)} for the hosts whose facts were read; a host's counters come from its worker's
-    extract (store/extract.py) where extracts has one of the right shape, the GPU objects then left None."""
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import extract_counters
-    extracts = extracts or {}
-    found = {}
-    for host, facts in facts_by_host.items():
-        if facts is None:
-            continue
-        counters = extract_counters(extracts[host]) if host in extracts else None
-        found[host] = counters if counters is not None else host_counters(facts)
-    return found

@@ -60,7 +60,7 @@ def resolve_url(report_root, inventory_url=None, enabled=None, environ=None):
 def redacted(url):
     """The url without its password, for messages and reports."""
     try:
-        from sqlalchemy.engine import make_url
+        from sqlalchemy.engine import make_url  # here: see make_engine
         return make_url(url).render_as_string(hide_password=True)
     except Exception:  # an unparsable url: show only its scheme
         return str(url).split(":", 1)[0] + ":..."
@@ -76,11 +76,12 @@ def _sqlite_pragmas(dbapi_connection, _record):
 
 def make_engine(url):
     """A SQLAlchemy engine; a SQLite file's folder is created, the file itself on first connection."""
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import IMPORT_ERROR, MISSING
+    # SQLAlchemy is imported here, not on top: the playbooks' settings check (playbook_settings.py) imports this
+    # module to name a store without opening it; SQLAlchemy loads only when one is opened.
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import (
+        IMPORT_ERROR, MISSING, create_engine, event, make_url)
     if IMPORT_ERROR is not None:
         raise StoreError(MISSING % IMPORT_ERROR)
-    from sqlalchemy import create_engine, event
-    from sqlalchemy.engine import make_url
     try:
         parsed = make_url(url)
     except Exception as exc:

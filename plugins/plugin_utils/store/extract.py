@@ -76,3 +76,16 @@ def extract_counters(extract):
             return None
         found[key] = (None, values)
     return found
+
+
+def fleet_counters(facts_by_host, extracts=None):
+    """{host: host_counters(facts)} for the hosts whose facts were read; a host's counters come from its worker's
+    extract (extract_counters) where extracts has one of the right shape, the GPU objects then left None."""
+    extracts = extracts or {}
+    found = {}
+    for host, facts in facts_by_host.items():
+        if facts is None:
+            continue
+        counters = extract_counters(extracts[host]) if host in extracts else None
+        found[host] = counters if counters is not None else host_counters(facts)
+    return found

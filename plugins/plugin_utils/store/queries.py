@@ -12,6 +12,7 @@ import json
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import func, select
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import StoreError
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import facts_from_blob
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import (
     BASELINES, CAUSES, FACTS, FINDINGS, GPU_COUNTERS, HOSTS, RUNS)
 
@@ -98,7 +99,6 @@ def run_facts(connection, run_pk, hosts=None, view=None):
     query = select(FACTS.c.host, FACTS.c.data).where(FACTS.c.run_pk == run_pk)
     if hosts is not None:
         query = query.where(FACTS.c.host.in_(list(hosts)))
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import facts_from_blob
     view = view or (lambda facts: facts)
     return {row.host: view(facts_from_blob(row.data)) for row in connection.execute(query)}
 

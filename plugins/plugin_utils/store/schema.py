@@ -12,6 +12,7 @@ import fcntl
 import os
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import StoreError
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import inspect, text
 
 MIGRATIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "migrations")
 # The revisions in migrations/versions, oldest first (a test checks them against Alembic's own view). An
@@ -21,7 +22,7 @@ HEAD = REVISIONS[-1]
 
 
 def alembic_config(connection=None):
-    from alembic.config import Config
+    from alembic.config import Config  # here, not on top: Alembic loads only when the schema must change
     config = Config()
     config.set_main_option("script_location", MIGRATIONS)
     config.attributes["connection"] = connection
@@ -29,7 +30,7 @@ def alembic_config(connection=None):
 
 
 def script_directory():
-    from alembic.script import ScriptDirectory
+    from alembic.script import ScriptDirectory  # here: as alembic_config
     return ScriptDirectory.from_config(alembic_config())
 
 
@@ -43,7 +44,6 @@ def known_revisions():
 
 def current_revision(connection):
     """The store's revision, or None for an empty database."""
-    from sqlalchemy import inspect, text
     if not inspect(connection).has_table("alembic_version"):
         return None
     return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
@@ -58,7 +58,7 @@ def refuse_newer(revision):
 
 
 def upgrade(connection, revision="head"):
-    from alembic import command
+    from alembic import command  # here: as alembic_config
     command.upgrade(alembic_config(connection), revision)
 
 
@@ -69,7 +69,6 @@ def serialise_schema_changes(connection):
     """Several audits starting at once on a new PostgreSQL store (the slices of a sliced job) create its
     schema one after the other: each waits for the lock, held until its transaction ends. (SQLite:
     sqlite_folder_locked.)"""
-    from sqlalchemy import text
     if connection.dialect.name == "postgresql":
         connection.execute(text("SELECT pg_advisory_xact_lock(%d)" % SCHEMA_LOCK))
 

@@ -9,13 +9,16 @@ __metaclass__ = type
 
 try:
     from sqlalchemy import (  # noqa: F401 pylint: disable=unused-import
-        BigInteger, Column, ForeignKey, Index, Integer, LargeBinary, MetaData, String, Table, Text, delete, func,
-        select)
+        BigInteger, Column, ForeignKey, Index, Integer, LargeBinary, MetaData, String, Table, Text, create_engine,
+        delete, event, func, inspect, select, text)
+    from sqlalchemy.engine import make_url  # noqa: F401 pylint: disable=unused-import
+    from sqlalchemy.exc import IntegrityError  # noqa: F401 pylint: disable=unused-import
     IMPORT_ERROR = None
 except ImportError as exc:  # the store says why when it is used (store/engine.py)
     IMPORT_ERROR = exc
     BigInteger = Column = ForeignKey = Index = Integer = LargeBinary = MetaData = String = Table = Text = None
-    delete = func = select = None
+    create_engine = delete = event = func = inspect = select = text = make_url = None
+    IntegrityError = type("IntegrityError", (Exception,), {})  # never raised: without SQLAlchemy no store opens
 
 MISSING = ("the run store needs SQLAlchemy 2 and Alembic on the controller (pip install 'sqlalchemy>=2' alembic "
            "'psycopg[binary]>=3', or the collection's requirements.txt): %s")

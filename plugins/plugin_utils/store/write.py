@@ -13,8 +13,9 @@ import os
 import zlib
 
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import fleet_counters
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import compressed_facts, extract_blob
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import (
+    compressed_facts, extract_blob, fleet_counters)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import IntegrityError
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import (
     CAUSES, COUNTER_COLUMNS, FACTS, FINDINGS, GPU_COUNTERS, HOSTS, RUNS)
 
@@ -112,7 +113,6 @@ def run_id_candidates(run_id):
 def inserted_unless_taken(connection, statement):
     """The inserted row's number, or None when the run id is taken (the transaction goes on: PostgreSQL in a
     savepoint; SQLite aborts only the statement, and a savepoint there would end the driver's transaction)."""
-    from sqlalchemy.exc import IntegrityError
     try:
         if connection.dialect.name == "postgresql":
             with connection.begin_nested():
@@ -171,7 +171,7 @@ COUNTER_ROW_COLUMNS = ("run_pk", "host", "gpu_key", "observed_at") + COUNTER_COL
 
 def counter_rows(run_pk, counters_by_host, facts_by_host, observed_at):
     """Rows of gpu_counters (tuples in COUNTER_ROW_COLUMNS order); counters_by_host:
-    store.counters.fleet_counters of the run."""
+    store.extract.fleet_counters of the run."""
     rows = []
     for host, gpus in counters_by_host.items():
         collected = (facts_by_host.get(host) or {}).get("collected_at") or observed_at
@@ -196,7 +196,7 @@ def write_run(connection, report, facts_by_host, identified, history, keep_facts
               counters_by_host=None, host_policies=None, extracts=None, status=None):
     """Insert the run; identified: [(finding, identity, identity parts)]; history: {identity: (first_seen, runs_open)}.
     run_dir: the run folder, whose facts files (hosts.<host>.facts_file, relative to it) are stored as they
-    are; host_policies: {host: effective policy}, kept in the run record (store/aggregate.py reads them);
+    are; host_policies: {host: effective policy}, kept in the run record (audit/aggregate.py reads them);
     extracts: {host: the worker's store extract} (store/extract.py), whose compressed facts are stored as they are;
     status: insert_run's. Returns the run's row number."""
     run_pk = insert_run(connection, report, host_policies, run_dir, status)

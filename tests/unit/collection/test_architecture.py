@@ -53,17 +53,6 @@ IMPORT_RULES = (
     (("action",), ("action",), ()),
 )
 
-# Rules another branch of issue 26 makes true (the lead removes the mark when merging it): the store's upward
-# imports go with i26-store, the actions' imports of each other with i26-folder.
-PENDING = {
-    ("plugin_utils/store",): "i26-store",
-}
-# The files whose imports inside functions i26-store moves or explains (store/, the audit's history and aggregate,
-# the store's commands), with its mark as above.
-PENDING_INNER_IMPORTS = ("plugin_utils/store", "plugin_utils/audit/aggregate.py", "plugin_utils/audit/history_step.py",
-                         "plugin_utils/cli/store_commands.py")
-
-
 def plugin_files():
     """Every .py file under plugins/, as its path relative to plugins/ with / between names."""
     found = []
@@ -146,12 +135,7 @@ def rule_id(rule):
     return "+".join(rule[0])
 
 
-def rule_param(rule):
-    marks = [pytest.mark.xfail(strict=True, reason=PENDING[rule[0]])] if rule[0] in PENDING else []
-    return pytest.param(rule, id=rule_id(rule), marks=marks)
-
-
-@pytest.mark.parametrize("rule", [rule_param(rule) for rule in IMPORT_RULES])
+@pytest.mark.parametrize("rule", [pytest.param(rule, id=rule_id(rule)) for rule in IMPORT_RULES])
 def test_no_wing_imports_what_the_table_forbids(rule):
     names, forbidden, allowed = rule
     files = [path for path in plugin_files() if any(covers(name, path) for name in names)]
@@ -162,15 +146,8 @@ def test_no_wing_imports_what_the_table_forbids(rule):
 
 
 def test_no_import_inside_a_function_without_a_comment_saying_why():
-    files = [path for path in plugin_files() if not any(covers(name, path) for name in PENDING_INNER_IMPORTS)]
-    broken = {path: found for path in files for found in [unexplained_imports_inside_functions(read(path))] if found}
-    assert broken == {}
-
-
-@pytest.mark.xfail(strict=True, reason="i26-store")
-def test_no_import_inside_a_function_without_a_comment_in_the_store_and_its_callers():
-    files = [path for path in plugin_files() if any(covers(name, path) for name in PENDING_INNER_IMPORTS)]
-    broken = {path: found for path in files for found in [unexplained_imports_inside_functions(read(path))] if found}
+    broken = {path: found for path in plugin_files() for found in [unexplained_imports_inside_functions(read(path))]
+              if found}
     assert broken == {}
 
 

@@ -9,8 +9,10 @@ import os
 import pytest
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.cli.store_commands import register
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import render_json
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings
 from tests.support.postgres import postgres_cluster, store_url  # noqa: F401 pylint: disable=unused-import
-from tests.support.store_runs import host_wide, make_run, pcie, record, xid
+from tests.support.store_runs import host_wide, make_run, pcie, record, record_run, xid
 
 NOW = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
 T1, T2 = [(NOW - datetime.timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ") for days in (2, 1)]
@@ -127,10 +129,22 @@ def test_latest_is_the_complete_run_that_started_last_not_a_partial_or_older_one
 
 
 def test_an_unfinished_run_cannot_be_a_baseline(store_url, capsys):  # noqa: F811
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings, record_run
     report, facts = make_run("killed", T1, {"node-1": []})
     record_run(StoreSettings(store_url, "test"), report, facts, reports_pending=True)
     status, _out, err = run(["--store-url", store_url, "baseline", "set", "killed"], capsys)
     assert status == 1 and "run killed is unfinished (its reports were not all written)" in err
     listed = json.loads(run(["--store-url", store_url, "runs", "--json"], capsys)[1])
     assert [(item["run"], item["status"]) for item in listed] == [("killed", "unfinished")]
+
+
+def test_report_rebuilds_a_run_judged_by_none_as_the_audit_built_it(store_url, tmp_path, capsys):  # noqa: F811
+    report, facts = make_run("judged-by-none", T1, {"node-1": [xid("node-1")], "node-2": []})
+    report["run"]["fail_severity"] = "none"
+    recorded = record_run(StoreSettings(store_url, "test"), report, facts)
+    assert (recorded["summary"]["fail_severity"], recorded["summary"]["failed_threshold"]) == ("critical", False)
+    output = tmp_path / "rebuilt"
+    assert run(["--store-url", store_url, "report", "judged-by-none", "--output", str(output)], capsys)[0] == 0
+    rebuilt = json.loads((output / "report.json").read_text())
+    original = json.loads(render_json(recorded))
+    for key in ("run", "summary", "findings", "hosts", "causes", "changes"):
+        assert rebuilt[key] == original[key], key

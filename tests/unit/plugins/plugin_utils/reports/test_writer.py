@@ -372,13 +372,18 @@ def test_terminal_pass_and_host_text_on_one_line():
 
 
 def report_judged_by_none(inputs):
-    """A report as audit_run makes it with fail_severity none (remediate.yml's first audit): the summary names a
-    real severity for the counts, the run keeps none."""
+    """A report with fail_severity none (remediate.yml's first audit)."""
     run, hosts, findings, causes = inputs
-    report = build_report(dict(run, fail_severity="critical"), hosts, findings, causes)
-    report["summary"]["failed_threshold"] = False
-    report["run"]["fail_severity"] = "none"
-    return report
+    return build_report(dict(run, fail_severity="none"), hosts, findings, causes)
+
+
+def test_fail_severity_none_names_a_real_severity_in_the_summary_and_never_fails():
+    report = report_judged_by_none(demo_like_inputs())
+    assert report["summary"]["by_severity"]["critical"] > 0
+    assert report["run"]["fail_severity"] == "none"
+    assert (report["summary"]["fail_severity"], report["summary"]["failed_threshold"]) == ("critical", False)
+    assert ("gpufleet.fail_severity", "critical") in [
+        (item.get("name"), item.get("value")) for item in ElementTree.fromstring(render_junit(report)).iter("property")]
 
 
 def test_terminal_says_not_judged_never_pass_over_critical_findings_when_fail_severity_is_none():

@@ -6,15 +6,17 @@ import datetime
 import pytest
 from sqlalchemy import text
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import rules_run
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import RULES
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.history import DRIFT_RULES, TREND_RULES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline import set_baseline
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import make_engine
 from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import facts_file_text
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import host_extract
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings, record_run
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings
 from tests.support.postgres import postgres_cluster, store_url  # noqa: F401 pylint: disable=unused-import
-from tests.support.store_runs import BUS, gpu_facts, make_run
+from tests.support.store_runs import BUS, gpu_facts, make_run, record_run
 
 NOW = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
 POLICY = validate_policy({})
@@ -173,3 +175,13 @@ def test_counters_are_kept_per_gpu_serial(store_url):
         rows = connection.execute(text("SELECT gpu_key, ecc_corrected FROM gpu_counters ORDER BY gpu_key")).all()
     engine.dispose()
     assert [tuple(row) for row in rows] == [("serial:S0", 7), ("serial:S1", 7)]
+
+
+def test_a_run_lists_a_history_rule_only_where_its_history_step_evaluated_it(store_url):
+    history_ids = {info.id for info in DRIFT_RULES + TREND_RULES}
+    assert history_ids and not history_ids & set(rules_run([POLICY]))  # whatever was imported before
+    first = audit(store_url, "first", 3, {"node-1": full_facts(at(3))})
+    assert not history_ids & set(first["run"].get("rules_run") or ())
+    later = audit(store_url, "later", 2, {"node-1": full_facts(at(2))})  # trends against the first run
+    assert {info.id for info in TREND_RULES} <= set(later["run"]["rules_run"])
+    assert not {info.id for info in DRIFT_RULES} & set(later["run"]["rules_run"])  # no baseline set

@@ -11,11 +11,11 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.html import 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline import set_baseline
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline_template import markdown, render_markdown
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import make_engine
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings, record_run
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import render_json
 from tests.support.postgres import postgres_cluster, store_url  # noqa: F401 pylint: disable=unused-import
 from tests.support.schema_check import ROOT
-from tests.support.store_runs import make_run, xid
+from tests.support.store_runs import make_run, record_run, xid
 
 NOW = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
 T1, T2 = [(NOW - datetime.timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ") for days in (2, 1)]

@@ -8,14 +8,14 @@ import pytest
 from sqlalchemy import text
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import facts_file_text
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import (
-    COUNTER_COLUMNS, fleet_counters, host_counters)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import COUNTER_COLUMNS, host_counters
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import make_engine
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import (
-    extract_blob, extract_counters, host_extract)
+    extract_blob, extract_counters, fleet_counters, host_extract)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import facts_blob, facts_from_blob
 from tests.support.postgres import postgres_cluster, store_url  # noqa: F401 pylint: disable=unused-import
-from tests.support.store_runs import BUS, gpu_facts, host_facts, make_run, record
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings
+from tests.support.store_runs import BUS, gpu_facts, host_facts, make_run, record, record_run
 
 
 def facts_of(host="node-1", ecc=3, nvlink=2):
@@ -72,7 +72,6 @@ def test_the_store_writes_the_workers_blob_and_counters(store_url):
     report, facts_by_host = make_run("r1", "2026-12-01T00:00:00Z", {"node-1": []}, facts={"node-1": facts})
     extract = host_extract(facts_file_text(facts), facts)
     extract["counters"]["serial:node-1-S0"]["ecc_corrected"] = 12  # to tell which counters were stored
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings, record_run
     written = record_run(StoreSettings(store_url, "test"), report, facts_by_host, extracts={"node-1": extract})
     assert written["store"]["status"] == "written"
     engine = make_engine(store_url)

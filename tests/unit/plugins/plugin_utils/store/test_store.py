@@ -7,14 +7,15 @@ import json
 import pytest
 from sqlalchemy import inspect, select, text
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store import retention as store_retention
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store import record as store_record
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import StoreError, make_engine
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import (
     finding_history, list_runs, run_facts, store_counts)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.schema import ensure_schema, head_revision
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import BASELINES, RUNS
 from tests.support.postgres import postgres_cluster, store_url  # noqa: F401 pylint: disable=unused-import
-from tests.support.store_runs import BUS, gpu_facts, host_facts, host_wide, make_run, pcie, record, xid
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings
+from tests.support.store_runs import BUS, gpu_facts, host_facts, host_wide, make_run, pcie, record, record_run, xid
 
 
 def days_ago(days):
@@ -186,7 +187,7 @@ def test_interrupted_run_leaves_no_partial_run(store_url, monkeypatch):
 
     def interrupted(*_args, **_kwargs):
         raise KeyboardInterrupt()
-    monkeypatch.setattr(store_retention, "apply_retention", interrupted)
+    monkeypatch.setattr(store_record, "apply_retention", interrupted)
     report, facts = make_run("r2", T2, {"node-1": [xid("node-1"), pcie("node-1")]})
     with pytest.raises(KeyboardInterrupt):
         record(store_url, report, facts)
@@ -232,7 +233,6 @@ def facts_hosts(url, run_id):
 
 def test_a_limit_run_of_one_group_applies_its_retention_to_that_groups_data_only(store_url):
     from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings, record_run
     keep = {"facts_days": 0, "runs_days": 0}
     record(store_url, *make_run("a-old", days_ago(60), {"a-1": []}), **keep)
     record(store_url, *make_run("b-old", days_ago(60), {"b-1": []}), **keep)

@@ -11,6 +11,9 @@ __metaclass__ = type
 import json
 import os
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import build_report
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import RENDERERS
+from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import FACTS_MODE, write_atomically
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store import changes as change_set
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import POLICIES_KEY
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import (
@@ -21,7 +24,6 @@ REBUILT = "rebuilt"
 
 def stored_report(connection, run_name):
     """The report of a stored run, as the audit built it."""
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import build_report
     row = find_run(connection, run_name)
     findings_by_host = {}
     identified, history = [], {}
@@ -34,7 +36,6 @@ def stored_report(connection, run_name):
     record = json.loads(row.record)
     record.pop(POLICIES_KEY, None)
     report = build_report(record, run_hosts(connection, row.id), findings_by_host, run_causes(connection, row.id))
-    report["run"]["fail_severity"] = record.get("fail_severity") or report["run"]["fail_severity"]
     previous_run = previous_complete_run(connection, row.scope_key, before_pk=row.id)
     previous = open_findings(connection, previous_run.id) if previous_run is not None else {}
     audited = {host for host, entry in report["hosts"].items() if entry["status"] == "ok"}
@@ -49,8 +50,6 @@ def stored_report(connection, run_name):
 
 def rebuild_reports(connection, run_name, output=None, report_root="."):
     """Writes the rebuilt reports into output (default <report root>/rebuilt/<run id>); returns (folder, paths)."""
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import FACTS_MODE, write_atomically
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import RENDERERS
     row, report = stored_report(connection, run_name)
     output = os.path.abspath(output or os.path.join(report_root, REBUILT, row.run_id))
     os.makedirs(output, exist_ok=True)
