@@ -200,6 +200,8 @@ class Collection:
         facts["collection"] = collection_status(
             facts, self.subsets, answered, kernel_log_read, host.stopped_commands,
             self.timeout if (self._deadline_reached or host.deadline_reached) else None)
+        if self.capture is not None:
+            settle_capture_status(facts, self.capture)
         if self.fixture is not None:
             facts["replay_of"] = facts["source"] if facts["nvidia_present"] else None
             facts["source"] = "replay"
@@ -400,6 +402,19 @@ def collection_status(facts, subsets, answered, kernel_log_read, stopped_command
                        % unplaced)
     status = "failed" if failed else ("partial" if reasons else "complete")
     return {"status": status, "reasons": [_clip(reason) for reason in _unique(reasons)]}
+
+
+NVSMI_XML = ["nvidia-smi", "-q", "-x"]
+
+
+def settle_capture_status(facts, capture):
+    """A capture that holds no nvidia-smi -q -x lacks the GPU facts; the host did not fail to give them: partial,
+    NVIDIA present (its signs are in the capture), and the rest of the capture (the kernel log) is judged."""
+    if facts["collection"]["status"] != "failed" or capture.command_text(NVSMI_XML) is not None:
+        return
+    facts["nvidia_present"] = True
+    facts["collection"] = {"status": "partial", "reasons": [
+        "GPU facts: the capture holds no nvidia-smi -q -x (%s); the GPUs were not read" % capture.kind]}
 
 
 def _backend_failures(facts):

@@ -18,8 +18,9 @@ READ = "read"
 ABSENT = "absent"
 FAILED = "failed"
 NOT_SUPPORTED = "not_supported"
-# a subset's status: the best of its sources', in this order
-STATUS_ORDER = (READ, FAILED, NOT_SUPPORTED, ABSENT)
+# a step's status: the first of these that one of its sources has (a step with an absent source and an unsupported one
+# is absent: what the capture or host lacks, not what cannot be read, decides)
+STATUS_ORDER = (READ, FAILED, ABSENT, NOT_SUPPORTED)
 MAX_SOURCES = 40
 NOT_SUPPORTED_MARK = "not supported offline"
 _PID_PATH = re.compile(r"^/proc/\d+/")
