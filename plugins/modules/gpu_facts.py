@@ -181,14 +181,14 @@ options:
     type: path
   capture:
     description:
-      - Read a captured host instead of the live one (docs/offline.md), on the target (C(gpufleet analyze) runs
+      - 'Read a captured host instead of the live one (docs/offline.md), on the target (C(gpufleet analyze) runs
         it on the controller): a captured root (a folder laid out like the host, C(proc/), C(sys/), C(etc/),
-        C(var/log/), with the outputs of commands under C(sos_commands/), as in a sosreport), this collection's
-        incident bundle (C(evidence/<host>/) or its C(.tar.gz)), or an C(nvidia-bug-report.log) or C(.log.gz).
-      - Every collector reads the capture through the same host access as a live host; the facts' clock is the
+        C(var/log/), with the outputs of commands under C(sos_commands/), as in a sosreport), this collection''s
+        incident bundle (C(evidence/<host>/) or its C(.tar.gz)), or an C(nvidia-bug-report.log) or C(.log.gz).'
+      - Every collector reads the capture through the same host access as a live host. The facts' clock is the
         capture's (its C(collected_at), from which the kernel log and service journal windows are counted), and
         C(inputs) says per gather subset which inputs were read, absent from the capture, or not supported.
-      - GPU facts come from the captured C(nvidia-smi -q -x) (NVML cannot be captured); the kernel log from the
+      - GPU facts come from the captured C(nvidia-smi -q -x) (NVML cannot be captured), the kernel log from the
         capture's log files; nothing runs on the host. Only with O(source=auto) or O(source=nvidia_smi).
     type: path
     version_added: 1.5.0
