@@ -40,6 +40,7 @@ CAPTURED_BIN = "/captured/bin/"
 NOT_SUPPORTED_PROGRAMS = ("python3", "python", "runuser")
 NOT_SUPPORTED = "not supported offline: it runs code on the live host"
 NOT_CAPTURED = "not in the capture"
+IPMI_DEVICE = "ipmi0"
 # the file of a unit's journal the collectors read per service, as a captured root may hold it
 _JOURNAL_UNIT = re.compile(r"--unit=(\S+)")
 _DATE = re.compile(r"(?:[A-Z][a-z]{2}\s+)?(?P<month>[A-Z][a-z]{2})\s+(?P<day>\d{1,2})\s+(?P<clock>\d{2}:\d{2}:\d{2})"
@@ -150,6 +151,10 @@ class CapturedHost:
     def listdir(self, path):
         entries = set()
         found = False
+        if path.rstrip("/") == "/dev" and self._holds_program("ipmitool"):
+            # ipmitool's in-band answers in the capture: the host had its BMC device
+            entries.add(IPMI_DEVICE)
+            found = True
         folder = path.rstrip("/") + "/"
         for name in self.files:
             if name.startswith(folder):

@@ -408,13 +408,17 @@ NVSMI_XML = ["nvidia-smi", "-q", "-x"]
 
 
 def settle_capture_status(facts, capture):
-    """A capture that holds no nvidia-smi -q -x lacks the GPU facts; the host did not fail to give them: partial,
-    NVIDIA present (its signs are in the capture), and the rest of the capture (the kernel log) is judged."""
-    if facts["collection"]["status"] != "failed" or capture.command_text(NVSMI_XML) is not None:
+    """A capture cannot be asked again: GPU facts it lacks, or a captured nvidia-smi that failed (a GPU off the bus),
+    leave the collection partial, not failed, with NVIDIA present (its signs are in the capture), so that the rest of
+    the capture (the kernel log, the BMC) is judged."""
+    if facts["collection"]["status"] != "failed":
         return
     facts["nvidia_present"] = True
-    facts["collection"] = {"status": "partial", "reasons": [
-        "GPU facts: the capture holds no nvidia-smi -q -x (%s); the GPUs were not read" % capture.kind]}
+    if capture.command_text(NVSMI_XML) is None:
+        reasons = ["GPU facts: the capture holds no nvidia-smi -q -x (%s); the GPUs were not read" % capture.kind]
+    else:
+        reasons = ["%s (in the capture)" % reason for reason in facts["collection"]["reasons"]]
+    facts["collection"] = {"status": "partial", "reasons": reasons}
 
 
 def _backend_failures(facts):

@@ -178,13 +178,13 @@ def test_an_nvidia_bug_report_gives_its_xid_kernel_module_and_host_with_its_own_
         with open(BUG_REPORT, "rb") as source, gzip.open(path, "wb") as target:
             shutil.copyfileobj(source, target)
     facts = collect(open_capture(path))
-    assert facts["collected_at"] == "2026-12-04T09:30:00Z"
+    assert facts["collected_at"] == "2026-11-30T06:00:00Z"
     assert facts["capture"]["kind"] == "nvidia_bug_report"
     # the scan's lines with their wall-clock times, not dmesg's as well: one Xid 79, not two
     assert [(event["xid"], event["pci_bus_id"], event["time"]) for event in facts["xid_events"]] == [
-        (79, "0000:41:00.0", "2026-12-04T09:02:41Z")]
+        (79, "0000:ab:00.0", "2026-11-29T21:14:07Z")]
     assert facts["driver"]["kernel_module_version"] == "550.90.07"
-    assert facts["host"]["hostname"] == "gpu-sample-21" and facts["host"]["kernel"] == "5.15.0-119-generic"
+    assert facts["host"]["hostname"] == "gpu-h100-xid79-02" and facts["host"]["kernel"] == "5.15.0-119-generic"
     assert facts["host"]["os"]["id"] == "ubuntu"
     steps = inputs_by_step(facts)
     assert steps["kernel_log"] == "read" and steps["bmc"] == "absent" and steps["host_pressure"] == "absent"
@@ -192,7 +192,7 @@ def test_an_nvidia_bug_report_gives_its_xid_kernel_module_and_host_with_its_own_
     assert any(item.startswith("nvidia-smi -q -x") for item in facts["capture"]["lacks"])
     assert "the capture holds no nvidia-smi -q -x (nvidia_bug_report)" in facts["collection"]["reasons"][0]
     assert facts["nvidia_present"] is True
-    assert ("hardware.gpu_lost", "0000:41:00.0") in rule_ids(facts)
+    assert ("hardware.gpu_lost", "0000:ab:00.0") in rule_ids(facts)
 
 
 def test_a_bug_report_without_its_date_line_is_named(tmp_path):
