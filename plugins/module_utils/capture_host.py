@@ -103,8 +103,10 @@ class CapturedHost:
     name; kernel_logs: those names that hold the kernel log."""
 
     def __init__(self, kind, path, clock, clock_source, root=None, files=None, commands=None, texts=None,
-                 kernel_logs=None, lacks=None):
+                 kernel_logs=None, lacks=None, host_name=None):
         self.kind = kind
+        # the captured host's name where the capture says it outside its files (an incident manifest's host)
+        self.host_name = host_name
         self.path = path
         self.clock = clock
         self.clock_source = clock_source
@@ -404,7 +406,7 @@ def _incident_host(path, texts):
     lacks = ["/proc and /sys (the bundle holds command outputs, not the host's files): host pressure, "
              "processes' units, PCIe AER counters, the kernel module's version"]
     return CapturedHost(KIND_INCIDENT, path, float(clock), clock_source, commands=commands, texts=own,
-                        kernel_logs=kernel_logs, lacks=lacks)
+                        kernel_logs=kernel_logs, lacks=lacks, host_name=manifest.get("host"))
 
 
 # --- nvidia-bug-report.log ---------------------------------------------------------------------------

@@ -43,11 +43,13 @@ def add_parser(subparsers):
 
 
 def capture_host_name(path):
-    """The captured host's own name (its hostname in the capture), else the name of the capture's file or folder."""
+    """The captured host's own name (an incident bundle's host, the hostname in the capture), else the name of the
+    capture's file or folder."""
     name = None
     try:
         capture = open_capture(path)
-        name = (capture.read_text("/proc/sys/kernel/hostname") or capture.read_text("/etc/hostname") or "").strip()
+        name = str(capture.host_name or capture.read_text("/proc/sys/kernel/hostname")
+                   or capture.read_text("/etc/hostname") or "").strip()
     except CaptureError:
         pass
     if not name:
