@@ -38,6 +38,10 @@ def test_real_captures_in_a_captured_root_are_read_by_the_collectors(corpus, tmp
     # the k8s VM's root PSI: cpu some avg10 46.17 %, io some 29.09 % and full 12.60 %
     assert pressure["cpu"]["some_avg10"] == 46.17
     assert (pressure["io"]["some_avg10"], pressure["io"]["full_avg10"]) == (29.09, 12.6)
+    # memory pressure low: some 0.03 %, full 0
+    assert (pressure["memory"]["some_avg10"], pressure["memory"]["full_avg10"]) == (0.03, 0.0)
+    # lsmod's nvidia line, read where /proc/modules is: the module is loaded
+    assert {"kind": "kernel_module", "path": "/proc/modules", "detail": "nvidia module loaded"} in facts["nvidia_evidence"]
     steps = dict((entry["input"], entry) for entry in facts["inputs"])
     assert steps["driver"]["status"] == "read" and steps["host_pressure"]["status"] == "read"
     assert {"source": "/proc/vmstat", "status": "read"} in steps["host_pressure"]["sources"]
