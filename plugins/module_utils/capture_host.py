@@ -41,6 +41,10 @@ NOT_SUPPORTED_PROGRAMS = ("python3", "python", "runuser")
 NOT_SUPPORTED = "not supported offline: it runs code on the live host"
 NOT_CAPTURED = "not in the capture"
 IPMI_DEVICE = "ipmi0"
+# an incident bundle's systemctl show, whatever properties it asked for: answers every systemctl show
+SYSTEMCTL_SHOW = "systemctl show"
+# a file a sosreport keeps elsewhere: the host name
+FILE_FALLBACKS = {"/proc/sys/kernel/hostname": ("/etc/hostname",)}
 # the file of a unit's journal the collectors read per service, as a captured root may hold it
 _JOURNAL_UNIT = re.compile(r"--unit=(\S+)")
 _DATE = re.compile(r"(?:[A-Z][a-z]{2}\s+)?(?P<month>[A-Z][a-z]{2})\s+(?P<day>\d{1,2})\s+(?P<clock>\d{2}:\d{2}:\d{2})"
@@ -146,9 +150,18 @@ class CapturedHost:
             text = self.files.get(path)
         if text is None:
             text = _read_under(self.root, path)
+        if text is None:
+            text = self._fallback(path)
         if text is not None and limit:
             return text[:limit]
         return text
+
+    def _fallback(self, path):
+        for other in FILE_FALLBACKS.get(path, ()):
+            text = self.files.get(other) or _read_under(self.root, other)
+            if text is not None:
+                return text
+        return None
 
     def listdir(self, path):
         entries = set()
@@ -182,6 +195,9 @@ class CapturedHost:
     def command_text(self, argv):
         key = command_key(argv)
         for candidate in _lookup_keys(argv, key):
+            if candidate == SYSTEMCTL_SHOW and candidate in self.commands:
+                return units_in_order(self.commands[candidate], [str(word) for word in argv[2:]
+                                                                 if not str(word).startswith("-")])
             if candidate in self.commands:
                 return self.commands[candidate]
             path = self._command_files.get(mangled_command(candidate))
@@ -200,6 +216,18 @@ class CapturedHost:
         return "\n".join(lines) + ("\n" if lines else "")
 
 
+def units_in_order(text, units):
+    """The blocks of a captured `systemctl show` of the units asked for, in the order asked (systemctl's own order,
+    which its readers rely on); a unit the capture lacks is left out."""
+    blocks = dict((_block_id(block), block) for block in re.split(r"\n\s*\n", text or "") if block.strip())
+    return "\n\n".join(blocks[unit].strip("\n") for unit in units if unit in blocks) + "\n"
+
+
+def _block_id(block):
+    match = re.search(r"^Id=(.*)$", block, re.M)
+    return match.group(1).strip() if match else None
+
+
 def _journal_unit(line):
     try:
         entry = json.loads(line)
@@ -214,7 +242,7 @@ def _lookup_keys(argv, key):
     if program == "ipmitool":
         keys.append(ipmitool_lookup_key(argv))
     if program == "systemctl" and len(argv) > 1 and argv[1] == "show":
-        keys.append("systemctl show")
+        keys.append(SYSTEMCTL_SHOW)
     return keys
 
 

@@ -200,3 +200,24 @@ def test_a_bug_report_without_its_date_line_is_named(tmp_path):
     path.write_text("Start of NVIDIA bug report log file.\n\nuname: Linux h 5.15 x\n")
     with pytest.raises(CaptureError, match="nvidia-bug-report.log: the bug report's header has no Date line"):
         open_capture(str(path))
+
+
+def test_a_bundles_systemctl_show_answers_the_units_asked_in_their_order(tmp_path):
+    folder = write_bundle(str(tmp_path / "b"), 1796585242, "")
+    write_file(folder, "systemctl-show.txt", "Id=b.service\nActiveState=failed\n\nId=a.service\nActiveState=active\n")
+    manifest = json.loads(open(os.path.join(folder, "manifest.json")).read())
+    manifest["files"].append({"file": "systemctl-show.txt", "command": "systemctl show", "status": "ok"})
+    write_file(folder, "manifest.json", json.dumps(manifest))
+    capture = open_capture(folder)
+    answer = capture.run(["/usr/bin/systemctl", "show", "--property=Id,ActiveState", "a.service", "c.service",
+                          "b.service"], 5)
+    assert answer.rc == 0
+    assert answer.stdout == "Id=a.service\nActiveState=active\n\nId=b.service\nActiveState=failed\n"
+
+
+def test_a_sosreport_root_gives_the_host_name_from_etc_hostname(tmp_path):
+    root = str(tmp_path)
+    write_file(root, "sos_commands/date/date", "Sun Dec  6 19:27:22 UTC 2026\n")
+    write_file(root, "etc/hostname", "node-7\n")
+    facts = collect(open_capture(root), ["host"])
+    assert facts["host"]["hostname"] == "node-7"
