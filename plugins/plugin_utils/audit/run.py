@@ -15,7 +15,6 @@ import os
 import signal
 import threading
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.coverage import host_inputs
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.correlate import correlate
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import FleetDiagnosis, rules_run
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
@@ -315,7 +314,7 @@ def _run_audit(results, host_policies, run_dir, report_root, started_at, fail_se
             extracts[host] = worker_extract(result, statuses[host]) or counters_extract(facts)
         del facts
     for host, status in statuses.items():
-        inputs = host_inputs(views.get(host)) if status["status"] == "ok" else None
+        inputs = (views.get(host) or {}).get("coverage") if status["status"] == "ok" else None
         if inputs is not None:
             status["inputs"] = inputs
     accepted = accepted_unreachable(statuses, host_policies)
