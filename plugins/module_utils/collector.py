@@ -196,7 +196,7 @@ class Collection:
             collect_kubernetes(host, facts, self.kubernetes, self.step_timeout())
         settle_driver_mismatch(facts)
         prune_unrequested(facts, self.subsets)
-        facts["inputs"] = ledger.summary(STEPS)
+        facts["inputs"] = ledger.summary([step for step in STEPS if step in self.subsets])
         facts["collection"] = collection_status(
             facts, self.subsets, answered, kernel_log_read, host.stopped_commands,
             self.timeout if (self._deadline_reached or host.deadline_reached) else None)

@@ -95,12 +95,11 @@ class InputLedger:
         return result
 
     def summary(self, steps):
-        """[{input, status, sources: [{source, status}]}] for the steps that ran, in their order."""
+        """[{input, status, sources: [{source, status}]}] for the steps that ran, in their order; a step that asked
+        for nothing (a capture with no kernel log file to name) is absent."""
         inputs = []
         for step in steps:
-            sources = self._seen.get(step)
-            if sources is None:
-                continue
+            sources = self._seen.get(step) or {}
             statuses = set(sources.values())
             status = next((name for name in STATUS_ORDER if name in statuses), ABSENT)
             listed = [{"source": source, "status": sources[source]} for source in sorted(sources)]

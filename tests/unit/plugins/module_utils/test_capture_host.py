@@ -221,3 +221,12 @@ def test_a_sosreport_root_gives_the_host_name_from_etc_hostname(tmp_path):
     write_file(root, "etc/hostname", "node-7\n")
     facts = collect(open_capture(root), ["host"])
     assert facts["host"]["hostname"] == "node-7"
+
+
+def test_a_capture_without_a_kernel_log_says_the_kernel_log_is_absent(tmp_path):
+    root = str(tmp_path)
+    write_file(root, "sos_commands/date/date", "Sun Dec  6 19:27:22 UTC 2026\n")
+    facts = collect(open_capture(root), ["kernel_log"])
+    assert facts["capture"]["kernel_log_files"] == []
+    assert [entry for entry in facts["inputs"] if entry["input"] == "kernel_log"] == [
+        {"input": "kernel_log", "status": "absent", "sources": [], "sources_left_out": 0}]
