@@ -2578,7 +2578,6 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.gpufleet.core.plugins.module_utils.capture_host import CaptureError, open_capture
 from ansible_collections.gpufleet.core.plugins.module_utils.collector import (
     Collection, CollectionError, validate_fixture)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import module_host
@@ -2619,6 +2618,8 @@ def load_fixture(module, path):
 
 
 def load_capture(module, path, source):
+    # imported here: a live collection never compiles it (AnsiballZ ships sources, compiled on every host)
+    from ansible_collections.gpufleet.core.plugins.module_utils.capture_host import CaptureError, open_capture
     if source not in ("auto", "nvidia_smi"):
         module.fail_json(msg="capture is read with source=auto or nvidia_smi (source is %s): NVML cannot be "
                              "captured" % source)
