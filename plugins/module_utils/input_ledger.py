@@ -21,7 +21,7 @@ NOT_SUPPORTED = "not_supported"
 # a step's status: the first of these that one of its sources has (a step with an absent source and an unsupported one
 # is absent: what the capture or host lacks, not what cannot be read, decides)
 STATUS_ORDER = (READ, FAILED, ABSENT, NOT_SUPPORTED)
-MAX_SOURCES = 40
+MAX_SOURCES = 20
 NOT_SUPPORTED_MARK = "not supported offline"
 _PID_PATH = re.compile(r"^/proc/\d+/")
 _PCI_PATH = re.compile(r"^/sys/bus/pci/devices/[^/]+/")
@@ -95,14 +95,16 @@ class InputLedger:
         return result
 
     def summary(self, steps):
-        """[{input, status, sources: [{source, status}]}] for the steps that ran, in their order; a step that asked
-        for nothing (a capture with no kernel log file to name) is absent."""
+        """[{input, status, sources_read, sources, sources_left_out}] for the steps that ran, in their order: the
+        count of sources read and each source that was not (absent, failed, not supported), what a reader of the
+        report needs; a step that asked for nothing (a capture with no kernel log file to name) is absent."""
         inputs = []
         for step in steps:
             sources = self._seen.get(step) or {}
             statuses = set(sources.values())
             status = next((name for name in STATUS_ORDER if name in statuses), ABSENT)
-            listed = [{"source": source, "status": sources[source]} for source in sorted(sources)]
-            inputs.append({"input": step, "status": status, "sources": listed[:MAX_SOURCES],
-                           "sources_left_out": max(0, len(listed) - MAX_SOURCES)})
+            unread = [{"source": source, "status": sources[source]} for source in sorted(sources)
+                      if sources[source] != READ]
+            inputs.append({"input": step, "status": status, "sources_read": len(sources) - len(unread),
+                           "sources": unread[:MAX_SOURCES], "sources_left_out": max(0, len(unread) - MAX_SOURCES)})
         return inputs

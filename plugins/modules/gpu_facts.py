@@ -427,9 +427,14 @@ ansible_facts:
                 absent.'
               returned: success
               type: str
+            sources_read:
+              description: How many of the files, folders and commands the step asked for answered.
+              returned: success
+              type: int
             sources:
-              description: Each file, folder or command the step asked for, at most 40 (a process's /proc entry
-                as /proc/<pid>/).
+              description: Each file, folder or command the step asked for that did not answer (absent, failed or
+                not supported), at most 20; a process's /proc entry as /proc/<pid>/, a GPU's sysfs folder as /sys/bus/pci/devices/<bus
+                id>/.
               returned: always
               type: list
               elements: dict
@@ -439,11 +444,11 @@ ansible_facts:
                   returned: success
                   type: str
                 status:
-                  description: 'As the step''s status, for this source. One of: read, failed, not_supported, absent.'
+                  description: 'As the step''s status, for this source. One of: failed, not_supported, absent.'
                   returned: success
                   type: str
             sources_left_out:
-              description: Sources beyond the 40 listed.
+              description: Sources not read beyond the 20 listed.
               returned: success
               type: int
         gather_subset:

@@ -44,7 +44,8 @@ def test_real_captures_in_a_captured_root_are_read_by_the_collectors(corpus, tmp
     assert {"kind": "kernel_module", "path": "/proc/modules", "detail": "nvidia module loaded"} in facts["nvidia_evidence"]
     steps = dict((entry["input"], entry) for entry in facts["inputs"])
     assert steps["driver"]["status"] == "read" and steps["host_pressure"]["status"] == "read"
-    assert {"source": "/proc/vmstat", "status": "read"} in steps["host_pressure"]["sources"]
+    assert not [source for source in steps["host_pressure"]["sources"] if source["source"] == "/proc/vmstat"]
+    assert steps["host_pressure"]["sources_read"] >= 4
     assert {"source": "NVML", "status": "not_supported"} in steps["driver"]["sources"]
 
 

@@ -229,4 +229,4 @@ def test_a_capture_without_a_kernel_log_says_the_kernel_log_is_absent(tmp_path):
     facts = collect(open_capture(root), ["kernel_log"])
     assert facts["capture"]["kernel_log_files"] == []
     assert [entry for entry in facts["inputs"] if entry["input"] == "kernel_log"] == [
-        {"input": "kernel_log", "status": "absent", "sources": [], "sources_left_out": 0}]
+        {"input": "kernel_log", "status": "absent", "sources_read": 0, "sources": [], "sources_left_out": 0}]

@@ -35,8 +35,9 @@ def test_each_step_says_what_it_read_and_what_was_absent():
                                             gather_subset=["driver", "host_pressure", "bmc"]).run()
     steps = dict((entry["input"], entry) for entry in facts["inputs"])
     assert steps["host_pressure"]["status"] == "read"
-    assert {"source": "/proc/pressure/cpu", "status": "read"} in steps["host_pressure"]["sources"]
+    assert steps["host_pressure"]["sources_read"] == 1
     assert {"source": "/proc/pressure/io", "status": "absent"} in steps["host_pressure"]["sources"]
+    assert not [source for source in steps["host_pressure"]["sources"] if source["source"] == "/proc/pressure/cpu"]
     assert steps["bmc"]["status"] == "absent" and steps["driver"]["status"] == "absent"
 
 
@@ -45,7 +46,8 @@ def test_a_command_that_ran_and_failed_is_failed_not_absent():
     ledger.step = "bmc"
     ledger.run(["/usr/bin/ipmitool", "sel", "elist"], 5)
     ledger.run(["/usr/bin/ipmitool", "sdr", "elist"], 5)
-    assert ledger.summary(["bmc"]) == [{"input": "bmc", "status": "failed", "sources_left_out": 0, "sources": [
+    assert ledger.summary(["bmc"]) == [{"input": "bmc", "status": "failed", "sources_read": 0, "sources_left_out": 0,
+                                        "sources": [
         {"source": "ipmitool sdr elist", "status": "absent"}, {"source": "ipmitool sel elist", "status": "failed"}]}]
 
 
@@ -56,6 +58,15 @@ def test_a_source_is_named_without_its_window_or_process():
     ledger.step = "workload"
     ledger.read_text("/proc/4242/environ")
     assert ledger.summary(["workload"])[0]["sources"] == [{"source": "/proc/<pid>/environ", "status": "absent"}]
+
+
+def test_a_step_lists_the_sources_it_could_not_read_and_counts_the_others():
+    ledger = InputLedger(Host(files={"/a": "x", "/b": "y"}))
+    ledger.step = "host"
+    for path in ("/a", "/b", "/c"):
+        ledger.read_text(path)
+    assert ledger.summary(["host"]) == [{"input": "host", "status": "read", "sources_read": 2, "sources_left_out": 0,
+                                         "sources": [{"source": "/c", "status": "absent"}]}]
 
 
 def test_the_report_groups_a_hosts_steps_by_status_and_names_its_capture():
