@@ -100,9 +100,10 @@ def bmc_params(options, module_args):
 
 def note_clock_offset(result, module_args, sent, answered):
     """Sets the facts' clock_offset_s: the host's clock minus the controller's (plugin_utils/rules/host_clock.py); not for
-    facts replayed from a fixture, whose collected_at is the moment they were recorded."""
+    facts replayed from a fixture or read from a capture, whose collected_at is the moment they were recorded."""
     facts = result["ansible_facts"]["gpufleet"]
-    if not isinstance(facts, dict) or module_args.get("fixture") or facts.get("source") == "replay":
+    if (not isinstance(facts, dict) or module_args.get("fixture") or module_args.get("capture")
+            or facts.get("source") == "replay"):
         return
     offset = measured_offset(facts.get("collected_at"), sent, answered)
     if offset is not None:

@@ -25,6 +25,8 @@ from ansible_collections.gpufleet.core.plugins.module_utils.host_facts import (
 from ansible_collections.gpufleet.core.plugins.module_utils.host_pressure import sample_host_pressure
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import (
     DeadlineHost, RecordingHost, ReplayHost, command_key)
+from ansible_collections.gpufleet.core.plugins.module_utils.input_ledger import (
+    ABSENT, FAILED, NOT_SUPPORTED, READ, InputLedger)
 from ansible_collections.gpufleet.core.plugins.module_utils.k8s_sharing import KubernetesOptions, collect_kubernetes
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import collect_kernel_log
 from ansible_collections.gpufleet.core.plugins.module_utils.nvidia_presence import collect_nvidia_evidence
@@ -43,6 +45,8 @@ ALL_SUBSETS = ("driver", "gpus", "processes", "mig", "nvlink", "host", "kernel_l
 # Subsets added after fixtures were first recorded: a replay runs them only when its fixture has them.
 LATER_SUBSETS = ("driver_clients", "workload", "host_pressure", "bmc", "kubernetes")
 MIN_SUBSETS = ("driver", "gpus")
+# the collection's steps, each reading its inputs (facts `inputs`): driver covers gpus, processes, mig and nvlink
+STEPS = ("driver", "host", "kernel_log", "driver_clients", "workload", "host_pressure", "bmc", "kubernetes")
 NVML_LIBRARY = "libnvidia-ml.so.1"
 PROC_DRIVER_GPUS = "/proc/driver/nvidia/gpus"
 _XML_SERIAL = re.compile(r"<serial>\s*([^<\s][^<]*?)\s*</serial>")
@@ -100,7 +104,13 @@ class Collection:
     def __init__(self, source="auto", gather_subset=None, timeout=60, command_timeout=20,
                  kernel_log_source="auto", kernel_log_files=None, kernel_log_window_hours=WINDOW_HOURS,
                  services=None, record=False, scrub=True, fixture=None, pynvml=None, host=None,
-                 nvml_library=None, pressure_sample_seconds=0, kubernetes=None):
+                 nvml_library=None, pressure_sample_seconds=0, kubernetes=None, capture=None):
+        # capture (capture_host.CapturedHost): a captured host read instead of the live one, through nvidia-smi's
+        # captured output (NVML cannot be captured), its kernel log files, and its own clock
+        self.capture = capture
+        if capture is not None:
+            source, kernel_log_source, kernel_log_files = "nvidia_smi", "files", capture.kernel_logs
+            pressure_sample_seconds = 0
         self.source = source
         self.subsets = resolve_gather_subset(gather_subset)
         if fixture is not None:
@@ -124,6 +134,7 @@ class Collection:
         self._deadline = None
         self._deadline_reached = False
         self._nvml_recorder = None
+        self._ledger = None
         self._scrubber = _nvml_fixture().Scrubber() if record and scrub else None
 
     def remaining(self):
@@ -137,7 +148,8 @@ class Collection:
         self._deadline = started + self.timeout
         facts = new_facts()
         recorded_host = self._host()
-        host = _WatchedHost(recorded_host, self._deadline)
+        ledger = self._ledger = InputLedger(recorded_host)
+        host = _WatchedHost(ledger, self._deadline)
         # a replayed host answers with the time it was recorded: the facts describe that moment
         facts["collected_at"] = datetime.datetime.fromtimestamp(
             host.now(), datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -145,6 +157,10 @@ class Collection:
 
         answered = False
         kernel_log_read = None
+        ledger.step = "driver"
+        if self.capture is not None:
+            facts["capture"] = self.capture.describe()
+            ledger.note("NVML", NOT_SUPPORTED)
         if "driver" in self.subsets:
             answered = self._collect_gpus(host, facts)
             drop_impossible_readings(facts)
@@ -152,32 +168,42 @@ class Collection:
             facts["nvidia_evidence"] = collect_nvidia_evidence(host)
             name_lost_gpus(host, facts)
         if "host" in self.subsets:
+            ledger.step = "host"
             collect_host(host, facts, extra_services=self.services, timeout=self.step_timeout())
             if facts["gpus"]:
                 collect_pcie_aer(host, facts)
         if "kernel_log" in self.subsets:
+            ledger.step = "kernel_log"
             kernel_log_read = collect_kernel_log(
                 host, facts, source=self.kernel_log_source, files=self.kernel_log_files,
                 window_hours=self.kernel_log_window_hours, timeout=self.step_timeout())
         if "driver_clients" in self.subsets:
+            ledger.step = "driver_clients"
             collect_driver_clients(host, facts, timeout=self.step_timeout())
         if "workload" in self.subsets:
+            ledger.step = "workload"
             collect_workload(host, facts, services=self.services, window_hours=self.kernel_log_window_hours,
                              kernel_log_source=self.kernel_log_source, kernel_log_files=self.kernel_log_files,
                              timeout_for=self.step_timeout)
         if "host_pressure" in self.subsets:
+            ledger.step = "host_pressure"
             # a replay answers every read with the recorded text: a sample over time would measure nothing
             sample_host_pressure(host, facts, 0 if self.fixture is not None else self.pressure_sample_seconds,
                                  self.remaining)
         if "bmc" in self.subsets:
+            ledger.step = "bmc"
             collect_bmc_in_band(host, facts, self.kernel_log_window_hours, self.step_timeout())
         if "kubernetes" in self.subsets:
+            ledger.step = "kubernetes"
             collect_kubernetes(host, facts, self.kubernetes, self.step_timeout())
         settle_driver_mismatch(facts)
         prune_unrequested(facts, self.subsets)
+        facts["inputs"] = ledger.summary([step for step in STEPS if step in self.subsets])
         facts["collection"] = collection_status(
             facts, self.subsets, answered, kernel_log_read, host.stopped_commands,
             self.timeout if (self._deadline_reached or host.deadline_reached) else None)
+        if self.capture is not None:
+            settle_capture_status(facts, self.capture)
         if self.fixture is not None:
             facts["replay_of"] = facts["source"] if facts["nvidia_present"] else None
             facts["source"] = "replay"
@@ -185,6 +211,8 @@ class Collection:
         return facts, (self._fixture_document(recorded_host, facts) if self.record else None)
 
     def _host(self):
+        if self.capture is not None:
+            return self.capture
         if self.fixture is not None:
             return ReplayHost(self.fixture.get("host"))
         return RecordingHost(self.host) if self.record else self.host
@@ -207,6 +235,7 @@ class Collection:
                 break
             if backend == "nvml":
                 answered = self._collect_nvml(facts)
+                self._ledger.note("NVML", READ if answered else (ABSENT if self.pynvml is None else FAILED))
             else:
                 answered = collect_nvidia_smi(host, facts, timeout=self.step_timeout())
             if answered:
@@ -376,6 +405,23 @@ def collection_status(facts, subsets, answered, kernel_log_read, stopped_command
                        % unplaced)
     status = "failed" if failed else ("partial" if reasons else "complete")
     return {"status": status, "reasons": [_clip(reason) for reason in _unique(reasons)]}
+
+
+NVSMI_XML = ["nvidia-smi", "-q", "-x"]
+
+
+def settle_capture_status(facts, capture):
+    """A capture cannot be asked again: GPU facts it lacks, or a captured nvidia-smi that failed (a GPU off the bus),
+    leave the collection partial, not failed, with NVIDIA present (its signs are in the capture), so that the rest of
+    the capture (the kernel log, the BMC) is judged."""
+    if facts["collection"]["status"] != "failed":
+        return
+    facts["nvidia_present"] = True
+    if capture.command_text(NVSMI_XML) is None:
+        reasons = ["GPU facts: the capture holds no nvidia-smi -q -x (%s); the GPUs were not read" % capture.kind]
+    else:
+        reasons = ["%s (in the capture)" % reason for reason in facts["collection"]["reasons"]]
+    facts["collection"] = {"status": "partial", "reasons": reasons}
 
 
 def _backend_failures(facts):

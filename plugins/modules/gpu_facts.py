@@ -163,6 +163,19 @@ options:
     description:
       - Fixture file to replay, on the target host. Required with O(source=replay).
     type: path
+  capture:
+    description:
+      - 'Read a captured host instead of the live one (docs/offline.md), on the target (C(gpufleet analyze) runs
+        it on the controller): a captured root (a folder laid out like the host, C(proc/), C(sys/), C(etc/),
+        C(var/log/), with the outputs of commands under C(sos_commands/), as in a sosreport), this collection''s
+        incident bundle (C(evidence/<host>/) or its C(.tar.gz)), or an C(nvidia-bug-report.log) or C(.log.gz).'
+      - Every collector reads the capture through the same host access as a live host. The facts' clock is the
+        capture's (its C(collected_at), from which the kernel log and service journal windows are counted), and
+        C(inputs) says per gather subset which inputs were read, absent from the capture, or not supported.
+      - GPU facts come from the captured C(nvidia-smi -q -x) (NVML cannot be captured), the kernel log from the
+        capture's log files; nothing runs on the host. Only with O(source=auto) or O(source=nvidia_smi).
+    type: path
+    version_added: 1.5.0
   not_audited_msg:
     description:
       - Read on the controller by the action plugin, which then does not contact the host and returns it as not audited
@@ -294,7 +307,9 @@ ansible_facts:
         pod, container or unit its cgroup names), host_pressure.vmstat_since_boot and the avg300 averages of pressure;
         workload journal kinds (framework out-of-memory of every framework, CUDA runtime errors, cuDNN mismatches,
         NCCL failures by cause) and details (what those messages say in numbers); kubernetes.device_health (the
-        device plugin''s log: devices marked unhealthy, pods rejected at admission).'
+        device plugin''s log: devices marked unhealthy, pods rejected at admission); inputs (what the collection
+        read, found absent or could not read, per gather subset) and capture (the captured host read instead of
+        the live one).'
       returned: always
       type: dict
       contains:
@@ -328,6 +343,81 @@ ansible_facts:
             the host''s clock. Added in 1.3.'
           returned: success
           type: int
+        capture:
+          description: The captured host these facts were read from (gpu_facts capture, gpufleet analyze; docs/offline.md);
+            absent for a live host. collected_at is then the capture's clock. Added in 1.5.
+          returned: always
+          type: dict
+          contains:
+            kind:
+              description: 'root: a folder laid out like the host with sos_commands/; incident_bundle: this collection''s
+                evidence bundle; nvidia_bug_report: an nvidia-bug-report.log(.gz). One of: root, incident_bundle,
+                nvidia_bug_report.'
+              returned: success
+              type: str
+            path:
+              description: The capture's path where it was read.
+              returned: success
+              type: str
+            clock_source:
+              description: 'Where the capture''s clock (collected_at) comes from: capture.json, the captured date,
+                the bundle''s host_clock, the report''s Date line.'
+              returned: success
+              type: str
+            kernel_log_files:
+              description: The capture's files read as the kernel log.
+              returned: always
+              type: list
+              elements: str
+            lacks:
+              description: What this kind of capture never holds (its inputs are then absent or not supported).
+              returned: always
+              type: list
+              elements: str
+        inputs:
+          description: 'Per step of the collection that ran (a gather subset; driver covers gpus, processes, mig
+            and nvlink): what it read. A clean report of a host whose inputs were absent is not a clean host. Absent
+            from facts of collections before 1.5. Added in 1.5.'
+          returned: always
+          type: list
+          elements: dict
+          contains:
+            input:
+              description: 'The step (gather subset). One of: driver, host, kernel_log, driver_clients, workload,
+                host_pressure, bmc, kubernetes.'
+              returned: success
+              type: str
+            status:
+              description: 'read: at least one source answered; failed: a source was there but could not be read
+                (errors says why); not_supported: none can be read here (NVML or a live probe from a capture); absent:
+                no source was there (not on the host, not in the capture). One of: read, failed, not_supported,
+                absent.'
+              returned: success
+              type: str
+            sources_read:
+              description: How many of the files, folders and commands the step asked for answered.
+              returned: success
+              type: int
+            sources:
+              description: Each file, folder or command the step asked for that did not answer (absent, failed or
+                not supported), at most 20; a process's /proc entry as /proc/<pid>/, a GPU's sysfs folder as /sys/bus/pci/devices/<bus
+                id>/.
+              returned: always
+              type: list
+              elements: dict
+              contains:
+                source:
+                  description: A path, a command line without its time window, or NVML.
+                  returned: success
+                  type: str
+                status:
+                  description: 'As the step''s status, for this source. One of: failed, not_supported, absent.'
+                  returned: success
+                  type: str
+            sources_left_out:
+              description: Sources not read beyond the 20 listed.
+              returned: success
+              type: int
         gather_subset:
           description: Subsets actually collected.
           returned: always
@@ -3411,6 +3501,18 @@ def load_fixture(module, path):
         module.fail_json(msg=to_native(exc))
 
 
+def load_capture(module, path, source):
+    # imported here: a live collection never compiles it (AnsiballZ ships sources, compiled on every host)
+    from ansible_collections.gpufleet.core.plugins.module_utils.capture_host import CaptureError, open_capture
+    if source not in ("auto", "nvidia_smi"):
+        module.fail_json(msg="capture is read with source=auto or nvidia_smi (source is %s): NVML cannot be "
+                             "captured" % source)
+    try:
+        return open_capture(path)
+    except CaptureError as exc:
+        module.fail_json(msg=to_native(exc))
+
+
 def write_fixture(module, path, document):
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
@@ -3447,6 +3549,7 @@ def main():
             record=dict(type="path"),
             scrub=dict(type="bool", default=True),
             fixture=dict(type="path"),
+            capture=dict(type="path"),
             # read by the action plugin on the controller, never sent to the host (plugins/action/gpu_facts.py)
             not_audited_msg=dict(type="str"),
             run_dir=dict(type="path"),
@@ -3455,7 +3558,7 @@ def main():
             **inventory_bmc_spec()
         ),
         required_if=[("source", "replay", ["fixture"]), ("kernel_log_source", "files", ["kernel_log_files"])],
-        mutually_exclusive=[("record", "fixture")],
+        mutually_exclusive=[("record", "fixture"), ("capture", "fixture"), ("capture", "record")],
         supports_check_mode=True,
     )
     params = module.params
@@ -3467,8 +3570,9 @@ def main():
     if params["fixture"] and params["source"] != "replay":
         module.fail_json(msg="fixture is only read with source=replay (source is %s)" % params["source"])
     fixture = load_fixture(module, params["fixture"]) if params["source"] == "replay" else None
+    capture = load_capture(module, params["capture"], params["source"]) if params["capture"] else None
     needs_nvml = params["source"] == "nvml" or (fixture is not None and bool(fixture.get("nvml")))
-    nvml = load_pynvml() if uses_nvml(params["source"], fixture) else None
+    nvml = load_pynvml() if capture is None and uses_nvml(params["source"], fixture) else None
     if needs_nvml and nvml is None:
         module.fail_json(msg="source=%s needs the Python package nvidia-ml-py (import pynvml) on the target"
                          % params["source"])
@@ -3480,7 +3584,7 @@ def main():
             services=params["services"], record=bool(params["record"]), scrub=params["scrub"],
             pressure_sample_seconds=params["pressure_sample_seconds"],
             fixture=fixture, pynvml=nvml,
-            host=module_host(module), kubernetes=kubernetes_options(params))
+            host=module_host(module), kubernetes=kubernetes_options(params), capture=capture)
         facts, recorded = collection.run()
     except CollectionError as exc:
         module.fail_json(msg=to_native(exc))

@@ -181,6 +181,7 @@ SETTINGS = collections.OrderedDict([
     # the collection (gpu_facts' options)
     ("gpufleet_facts_source", setting(one_of(lambda: gpu_facts_choices("source")))),
     ("gpufleet_facts_fixture", setting(text)),
+    ("gpufleet_capture", setting(text)),
     ("gpufleet_gather_subset", setting(subset_list)),
     ("gpufleet_keep_facts", setting(flag)),
     ("gpufleet_collect_timeout", setting(whole_number(1))),

@@ -15,8 +15,11 @@ audit of views writes the same reports as an audit of the whole facts.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.coverage import host_inputs
+
 # host-level parts only per-host rules and the facts file need (the large ones): left out of the view
-HOST_PARTS_LEFT_OUT = frozenset(("kernel_log", "kernel_events", "host_pressure", "bmc", "nvidia_evidence", "errors"))
+HOST_PARTS_LEFT_OUT = frozenset(("kernel_log", "kernel_events", "host_pressure", "bmc", "nvidia_evidence", "errors",
+                                 "inputs", "capture"))
 # whole GPU fields kept: identity and label (store.identity.gpu_key, findings.gpu_label), drift, correlation
 GPU_FIELDS = ("index", "name", "uuid", "serial", "pci_bus_id", "lost", "vbios_version", "persistence_mode",
               "compute_mode", "processes")
@@ -50,6 +53,8 @@ def fleet_view(facts):
     if not isinstance(facts, dict):
         return facts
     view = {key: value for key, value in facts.items() if key not in HOST_PARTS_LEFT_OUT and key != "gpus"}
+    # the report's hosts.<host>.inputs, not the sources behind it
+    view["coverage"] = host_inputs(facts)
     if "gpus" in facts:
         gpus = facts["gpus"]
         view["gpus"] = [gpu_view(gpu) for gpu in gpus] if isinstance(gpus, list) else gpus

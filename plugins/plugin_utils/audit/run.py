@@ -300,6 +300,10 @@ def _run_audit(results, host_policies, run_dir, report_root, started_at, fail_se
         if store is not None and statuses[host]["status"] == "ok":
             extracts[host] = worker_extract(result, statuses[host]) or counters_extract(facts)
         del facts
+    for host, status in statuses.items():
+        inputs = (views.get(host) or {}).get("coverage") if status["status"] == "ok" else None
+        if inputs is not None:
+            status["inputs"] = inputs
     accepted = accepted_unreachable(statuses, host_policies)
 
     diagnosis.fleet(views, findings)

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The `gpufleet` command (docs/cli.md): global options, `audit`, and the run store's commands."""
+"""The `gpufleet` command (docs/cli.md): global options, `audit`, `analyze`, and the run store's commands."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.cli import audit_command
+from ansible_collections.gpufleet.core.plugins.plugin_utils.cli import analyze_command, audit_command
 from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import report_root
 from ansible_collections.gpufleet.core.plugins.plugin_utils.cli import store_commands
 
@@ -38,6 +38,7 @@ def build_parser():
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     audit_command.add_parser(subparsers)
+    analyze_command.add_parser(subparsers)
     store_commands.register(subparsers)
     return parser
 

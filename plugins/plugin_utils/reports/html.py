@@ -19,6 +19,7 @@ import hashlib
 import html
 import json
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.coverage import unread_inputs
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
     LAYER_ORDER, LAYERS, NO_FAILURE, SEVERITIES)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.html_timeline import timeline_section
@@ -574,6 +575,34 @@ def problem_hosts_section(report):
             '</section>' % (len(problems), rows, more))
 
 
+def input_cell(steps):
+    return esc(", ".join(steps)) if steps else '<span class="muted">-</span>'
+
+
+def inputs_section(report):
+    """The hosts whose audit did not read every input, or read a capture: what was read, failed, not supported or
+    absent (report.json hosts.<host>.inputs), so that a clean host is told from one never looked at."""
+    listed = [(name, entry["inputs"]) for name, entry in report["hosts"].items()
+              if entry.get("inputs") and (unread_inputs(entry) or entry["inputs"].get("capture"))]
+    if not listed:
+        return ""
+    rows = "".join(
+        '<tr><td><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>' % (
+            esc(name), input_cell(inputs.get("read")), input_cell(inputs.get("failed")),
+            input_cell(inputs.get("not_supported")), input_cell(inputs.get("absent")),
+            esc("%s %s" % (inputs["capture"]["kind"], inputs["capture"]["path"])) if inputs.get("capture") else "live")
+        for name, inputs in listed[:MAX_PROBLEM_HOSTS_LISTED])
+    more = ""
+    if len(listed) > MAX_PROBLEM_HOSTS_LISTED:
+        more = '<p class="muted">... and %s more: see hosts.&lt;host&gt;.inputs in report.json.</p>' % number(
+            len(listed) - MAX_PROBLEM_HOSTS_LISTED)
+    return ('<section id="inputs"><h2>Evidence looked at <span class="count">(%d hosts)</span></h2>'
+            '<p class="muted">Hosts whose audit did not read every input: no finding from an input that was absent '
+            'or not read does not mean the host is clean there.</p>'
+            '<table><thead><tr><th>host</th><th>read</th><th>failed</th><th>not supported</th><th>absent</th>'
+            '<th>read from</th></tr></thead><tbody>%s</tbody></table>%s</section>' % (len(listed), rows, more))
+
+
 def options(values, any_label):
     return '<option value="">%s</option>' % esc(any_label) + "".join(
         '<option value="%s">%s</option>' % (esc(value), esc(label)) for value, label in values)
@@ -624,6 +653,7 @@ def render_html(report, timeline=None):
         causes_section(report),
         timeline_section(timeline) if timeline is not None else "",
         problem_hosts_section(report),
+        inputs_section(report),
         baselines_section(report),
         table_section(report),
         '<footer>gpufleet report version %s</footer>' % esc(report.get("report_version", REPORT_VERSION)),

@@ -7,7 +7,7 @@ The shape is a public contract, documented in docs/schema/report.schema.json. Wi
 REPORT_VERSION keys are only added; consumers ignore keys they do not know. Exceptions, 1.2 and 1.3: on disk
 (report_format.compact) a host's findings are positions in the top-level findings and shared actions sit
 in `actions`; report_format.expanded reads every 1.x document back into this shape. 1.3: changes.persisting
-lists identities instead of objects (docs/report-format.md).
+lists identities instead of objects (docs/report-format.md). 1.4: a host's inputs (reports/coverage.py).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,7 +25,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
 )
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import severity_rank
 
-REPORT_VERSION = "1.3"
+REPORT_VERSION = "1.4"
 HOST_STATUSES = ("ok", "unreachable", "failed")
 # complete: every host of the audit's pattern was targeted; partial: only some (--limit); failed: no
 # host's facts could be read. A report built without a status is complete (callers of build_report).
@@ -84,12 +84,15 @@ def normalize_run(run):
 
 def host_entry(info, findings):
     info = info or {}
-    return {
+    entry = {
         "status": info.get("status") or "ok",
         "facts_file": info.get("facts_file"),
         "message": info.get("message"),
         "findings": sorted(findings, key=same_host_sort_key),
     }
+    if info.get("inputs") is not None:
+        entry["inputs"] = info["inputs"]
+    return entry
 
 
 def build_hosts(hosts, findings_by_host):
