@@ -511,8 +511,8 @@ def open_bug_report(path, text):
     # only: one of them, never both (the same Xid would count twice)
     name = "kernel messages" if "kernel messages" in kernel else ("dmesg" if "dmesg" in kernel else None)
     texts = {"bug report: " + name: kernel[name]} if name else {}
-    lacks = [item for item in BUG_REPORT_LACKS if not (item.startswith("nvidia-smi -q -x")
-                                                        and "nvidia-smi -q -x" in commands)]
-    return CapturedHost(KIND_BUG_REPORT, path, float(clock), "the report's Date line%s" % (" (%s)" % note if note
-                                                                                          else ""),
+    lacks = [item for item in BUG_REPORT_LACKS
+             if not (item.startswith("nvidia-smi -q -x") and "nvidia-smi -q -x" in commands)]
+    clock_source = "the report's Date line%s" % (" (%s)" % note if note else "")
+    return CapturedHost(KIND_BUG_REPORT, path, float(clock), clock_source,
                         files=files, commands=commands, texts=texts, kernel_logs=sorted(texts), lacks=lacks)

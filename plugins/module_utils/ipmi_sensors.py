@@ -56,7 +56,8 @@ def parse_sdr(text, problems=None):
     """Sensors of `ipmitool sdr elist` (name | id | status | entity | reading), of the 3-column
     `ipmitool sdr` / `sdr list` (name | reading | status), of `ipmitool sensor` (name | reading | unit | status |
     six thresholds), or of the verbose `ipmitool sdr -v` / `sdr elist -v` / `sensor get` (parse_sdr_verbose).
-    Lines of another shape, a last line cut mid-line and readings with a decimal comma (another locale) are not read, and said in problems (a list), when given."""
+    Lines of another shape, a last line cut mid-line and readings with a decimal comma (another locale) are not
+    read, and said in problems (a list), when given."""
     problems = [] if problems is None else problems
     if _VERBOSE_SDR_RE.search(text or ""):
         return parse_sdr_verbose(text, problems)

@@ -145,8 +145,6 @@ def _gpu_event(line, time_text):
     return None
 
 
-
-
 def _may_start_event(line):
     """False for a line that names none of the words an event starts with (plain substring tests: the fastest
     way through a long log of other messages)."""

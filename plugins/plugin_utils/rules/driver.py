@@ -594,8 +594,9 @@ def _service_runtime_cuda(service):
 
 def _cudnn_mismatch(ctx, service, detail):
     runtime, compiled = detail.get("runtime_version"), detail.get("compiled_version")
+    unknown = "(version not in the message)"
     return ("%s loads cuDNN %s but its framework was built against cuDNN %s" % (
-                service["unit"], runtime or "(version not in the message)", compiled or "(version not in the message)"),
+            service["unit"], runtime or unknown, compiled or unknown),
             "Give the service the cuDNN its framework was built with (%s, same major version, equal or newer minor): "
             "install it in the image or environment, or take the older cuDNN out of LD_LIBRARY_PATH so the "
             "framework loads the one it bundles. The node is healthy." % (compiled or "the build's"))
@@ -608,8 +609,8 @@ def _driver_insufficient(ctx, service, detail):
     runtime = _service_runtime_cuda(service)
     needed = ctx.knowledge.cuda_min_driver(runtime) if runtime and ctx.knowledge is not None else None
     return ("%s: the driver (%s, CUDA %s) is older than the CUDA runtime the service was built for (%s)" % (
-                service["unit"], version or "version unknown", driver_cuda or "unknown",
-                "CUDA %s" % runtime if runtime else "its version is not in the message nor in the frameworks probe"),
+            service["unit"], version or "version unknown", driver_cuda or "unknown",
+            "CUDA %s" % runtime if runtime else "its version is not in the message nor in the frameworks probe"),
             "Upgrade the driver to %s, or run a build of the service for CUDA %s or older (its image or "
             "environment)." % ("%s or newer" % needed if needed else "one that supports the service's CUDA runtime",
                                driver_cuda or "the driver's"))

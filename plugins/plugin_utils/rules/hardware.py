@@ -827,8 +827,8 @@ def cuda_ecc_reported(ctx):
         findings.append(ctx.finding(
             None,
             "%s hit an uncorrectable ECC error on GPU memory (%d messages in the window; the job and its NCCL "
-            "watchdog report the same fault)%s" % (service.get("unit"), match["count"],
-                                                  ", its GPUs: %s" % ", ".join(map(str, gpus)) if gpus else ""),
+            "watchdog report the same fault)%s" % (
+                service.get("unit"), match["count"], ", its GPUs: %s" % ", ".join(map(str, gpus)) if gpus else ""),
             {"service": service.get("unit"), "count": match["count"], "gpus": gpus,
              "last": "%s %s" % (last.get("time") or "", last.get("message") or "")},
             "Drain the host and find the GPU: its Xid 48/63/94/95, volatile uncorrectable ECC counts and row "

@@ -53,6 +53,7 @@ IMPORT_RULES = (
     (("action",), ("action",), ()),
 )
 
+
 def plugin_files():
     """Every .py file under plugins/, as its path relative to plugins/ with / between names."""
     found = []

@@ -134,8 +134,8 @@ def test_an_incident_bundle_and_its_archive_give_the_findings_of_the_live_host(t
     kernel = "%s node kernel: NVRM: Xid (PCI:0000:00:1e): 48, pid=1, name=python, An uncorrectable double bit error\n" % stamp
     live_fixture = json.loads(json.dumps(fixture))
     live_fixture["host"]["commands"]["journalctl _TRANSPORT=kernel -o short-iso --no-pager --since=-72h"]["stdout"] = kernel
-    live, _recorded = collector.Collection(source="replay", fixture=live_fixture, gather_subset=["driver", "gpus",
-                                                                                                  "kernel_log"]).run()
+    live, _recorded = collector.Collection(source="replay", fixture=live_fixture,
+                                           gather_subset=["driver", "gpus", "kernel_log"]).run()
     folder = write_bundle(str(tmp_path / "evidence" / "h"), clock, kernel, xml)
     bundle = collect(open_capture(folder), ["driver", "gpus", "kernel_log"])
     assert bundle["capture"]["kind"] == "incident_bundle"

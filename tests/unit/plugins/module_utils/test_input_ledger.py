@@ -46,9 +46,9 @@ def test_a_command_that_ran_and_failed_is_failed_not_absent():
     ledger.step = "bmc"
     ledger.run(["/usr/bin/ipmitool", "sel", "elist"], 5)
     ledger.run(["/usr/bin/ipmitool", "sdr", "elist"], 5)
+    sources = [{"source": "ipmitool sdr elist", "status": "absent"}, {"source": "ipmitool sel elist", "status": "failed"}]
     assert ledger.summary(["bmc"]) == [{"input": "bmc", "status": "failed", "sources_read": 0, "sources_left_out": 0,
-                                        "sources": [
-        {"source": "ipmitool sdr elist", "status": "absent"}, {"source": "ipmitool sel elist", "status": "failed"}]}]
+                                        "sources": sources}]
 
 
 def test_a_source_is_named_without_its_window_or_process():

@@ -138,8 +138,8 @@ def read(corpus, name):
 
 @pytest.mark.corpus
 def test_corpus_mps_config_replicas_10(corpus):
-    (sharing,) = k8s_inputs.device_plugin_configs(read(corpus, "device-plugin-config_sharing-mps-replicas10_"
-                                                             "k8s-device-plugin-readme.yaml"), "file:x").values()
+    name = "device-plugin-config_sharing-mps-replicas10_k8s-device-plugin-readme.yaml"
+    (sharing,) = k8s_inputs.device_plugin_configs(read(corpus, name), "file:x").values()
     assert (sharing["strategy"], sharing["resources"], sharing["error"]) == (
         "mps", [{"name": "nvidia.com/gpu", "replicas": 10}], None)
 

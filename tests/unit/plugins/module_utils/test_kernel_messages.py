@@ -27,7 +27,7 @@ AER_JOURNAL = """\
 2026-11-30T10:00:00+0000 gpu-7 kernel: nvidia 0000:b1:00.0: PCIe Bus Error: severity=Uncorrectable (Fatal), type=Transaction Layer, (Receiver ID)
 2026-11-30T10:00:00+0000 gpu-7 kernel: nvidia 0000:b1:00.0:   device [10de:2330] error status/mask=00040000/00000000
 2026-11-30T10:00:00+0000 gpu-7 kernel: nvidia 0000:b1:00.0:    [18] MalfTLP                (First)
-2026-11-30T10:00:00+0000 gpu-7 kernel: nvidia 0000:b1:00.0:    [12] Poisoned TLP          
+2026-11-30T10:00:00+0000 gpu-7 kernel: nvidia 0000:b1:00.0:    [12] Poisoned TLP
 2026-11-30T10:00:01+0000 gpu-7 kernel: nvidia 0000:b1:00.0: AER: can't recover (no error_detected callback)
 """
 

@@ -163,8 +163,8 @@ def test_an_ib_completion_error_is_critical_and_names_the_peer():
     text = ("kp-ddp-worker-0:3468:3905 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer "
             "10.216.210.236<54862> with status=12 opcode=0 len=0 vendor err 129 (Recv)\n")
     finding = only(node_with(service_logging(text)), "hardware.nccl_network")
-    assert (finding["layer"], finding["severity"], finding["evidence"]["peer"]) == ("hardware", "critical",
-                                                                                     "10.216.210.236")
+    assert (finding["layer"], finding["severity"], finding["evidence"]["peer"]) == (
+        "hardware", "critical", "10.216.210.236")
     assert "10.216.210.236" in finding["summary"] and "kp-ddp-worker-0" in finding["summary"]
 
 
