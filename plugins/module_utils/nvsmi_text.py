@@ -205,5 +205,7 @@ def nvidia_smi_text_as_xml(text):
     """The text `nvidia-smi -q` as the output of `nvidia-smi -q -x` would be: nvidia-smi's own lines (a GPU it
     could not open) before the XML report, as nvidia-smi prints them. For a capture that holds only the text."""
     root, outside = read_text_report(text)
+    for elem in root.iter():
+        elem.tail = "\n"  # one element a line, as nvidia-smi prints it: nvsmi_xml reads a process name by its line
     body = ET.tostring(root, encoding="unicode")
     return "".join(line + "\n" for line in outside) + '<?xml version="1.0" ?>\n' + body + "\n"
