@@ -2,6 +2,7 @@
 (tests marked corpus; INDEX.md's ground truth), synthetic variants of other drivers' layouts, and a captured host
 that holds only the text (a sosreport's sos_commands, an nvidia-bug-report.log)."""
 
+import json
 import os
 
 import pytest
@@ -292,6 +293,18 @@ def test_a_gpu_whose_values_read_gpu_is_lost_is_lost():
 def test_a_reading_that_is_no_number_is_named_not_guessed():
     text = report("GPU 00000000:17:00.0\n    Temperature\n        GPU Current Temp : 6,1 C\n")
     assert parse_nvidia_smi_text(text)["unreadable"] == [(0, "temperature.gpu_c", "6,1 C")]
+
+
+def test_an_incident_bundle_without_its_xml_gives_the_gpus_of_its_text(tmp_path):
+    folder = str(tmp_path)
+    write_file(folder, "nvidia-smi-q.txt", report(OLD_DRIVER_GPU))
+    write_file(folder, "manifest.json", json.dumps({
+        "format": "gpufleet-evidence", "format_version": 1, "host": "h", "status": "partial",
+        "window": {"since": 1796500000, "until": 1796585242}, "host_clock": {"now": 1796585242},
+        "files": [{"file": "nvidia-smi-q.txt", "command": "nvidia-smi -q", "status": "ok"}]}))
+    facts, _recorded = collector.Collection(capture=open_capture(folder), gather_subset=["driver", "gpus"]).run()
+    assert [(gpu["name"], gpu["retired_pages"]["double_bit"]) for gpu in facts["gpus"]] == [
+        ("Tesla V100-PCIE-32GB", 3)]
 
 
 # ---------------------------------------------------------------- what is no report
