@@ -144,8 +144,7 @@ class _TextReport:
             return
         key_value = _KEY_VALUE_RE.match(line)
         section = None if key_value else _SECTION_RE.match(line)
-        if not self.seen_banner or not (key_value or section) or (section and len(self.stack) < 2) or (
-                key_value and not key_value.group(1) and not _is_header_label(key_value.group(2))):
+        if not self._is_report_line(key_value, section):
             self.outside.append(line.strip())
             return
         match = key_value or section
@@ -155,6 +154,15 @@ class _TextReport:
             self._value(parent, indent, label, key_value.group(3) or "")
         else:
             self.stack.append((indent, _child(parent, _tag(parent.tag, label))))
+
+    def _is_report_line(self, key_value, section):
+        """A line after the banner: a section inside a GPU block, an indented "Key : Value", or one of the header's.
+        Anything else ("Unable to determine the device handle for GPU ...") is nvidia-smi's own message."""
+        if not self.seen_banner:
+            return False
+        if section:
+            return len(self.stack) > 1
+        return bool(key_value) and (bool(key_value.group(1)) or _is_header_label(key_value.group(2)))
 
     def _parent(self, indent):
         while len(self.stack) > 1 and self.stack[-1][0] >= indent:
