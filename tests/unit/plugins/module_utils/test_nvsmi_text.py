@@ -307,6 +307,15 @@ def test_an_incident_bundle_without_its_xml_gives_the_gpus_of_its_text(tmp_path)
         ("Tesla V100-PCIE-32GB", 3)]
 
 
+def test_a_bug_report_without_an_nvidia_smi_section_says_it_lacks_the_gpus(tmp_path):
+    path = tmp_path / "nvidia-bug-report.log"
+    path.write_text("Start of NVIDIA bug report log file.\n\nDate: Mon Nov 30 06:00:00 UTC 2026\n"
+                    "uname: Linux h 5.15.0-119-generic #129 x86_64\n")
+    lacks = open_capture(str(path)).describe()["lacks"]
+    assert lacks[0] == "nvidia-smi --query (the report holds no nvidia-smi section: no GPU facts)"
+    assert not [item for item in open_capture(BUG_REPORT).describe()["lacks"] if "nvidia-smi" in item]
+
+
 # ---------------------------------------------------------------- what is no report
 
 def test_text_that_is_no_report_is_named():
