@@ -27,6 +27,8 @@ import tarfile
 import time
 
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import CommandResult, command_key
+from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_text import nvidia_smi_text_as_xml
+from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import NvidiaSmiParseError
 
 KIND_ROOT = "root"
 KIND_INCIDENT = "incident_bundle"
@@ -44,6 +46,9 @@ IPMI_DEVICE = "ipmi0"
 # an incident bundle's systemctl show, whatever properties it asked for: answers every systemctl show
 SYSTEMCTL_SHOW = "systemctl show"
 # a file a sosreport keeps elsewhere: the host name
+# the XML report the GPU collector reads, and the text form a capture may hold instead (read as the XML)
+NVSMI_XML = "nvidia-smi -q -x"
+NVSMI_TEXT = "nvidia-smi -q"
 FILE_FALLBACKS = {"/proc/sys/kernel/hostname": ("/etc/hostname",)}
 # the file of a unit's journal the collectors read per service, as a captured root may hold it
 _JOURNAL_UNIT = re.compile(r"--unit=(\S+)")
@@ -194,6 +199,23 @@ class CapturedHost:
 
     def command_text(self, argv):
         key = command_key(argv)
+        text = self._captured_text(argv, key)
+        if text is None and key == NVSMI_XML:
+            return self._nvsmi_text_as_xml()
+        return text
+
+    def _nvsmi_text_as_xml(self):
+        """The text `nvidia-smi -q` as its XML report, where the capture holds only the text; the text as it is
+        when it is no report (nvidia-smi's error), for the reader of the XML to say so."""
+        text = self._captured_text([NVSMI_TEXT], NVSMI_TEXT)
+        if text is None:
+            return None
+        try:
+            return nvidia_smi_text_as_xml(text)
+        except NvidiaSmiParseError:
+            return text
+
+    def _captured_text(self, argv, key):
         for candidate in _lookup_keys(argv, key):
             if candidate == SYSTEMCTL_SHOW and candidate in self.commands:
                 return units_in_order(self.commands[candidate], [str(word) for word in argv[2:]
@@ -442,8 +464,7 @@ def _incident_host(path, texts):
 BUG_REPORT_START = "Start of NVIDIA bug report log file"
 BUG_REPORT_SEPARATOR = "____________________________________________"
 BUG_REPORT_KERNEL_SCAN = "Scanning kernel log files for NVIDIA kernel messages:"
-BUG_REPORT_LACKS = ["nvidia-smi -q -x (the report holds the text nvidia-smi --query, which is not read: GPU facts "
-                    "need the XML)", "the BMC (ipmitool)", "service journals and systemctl",
+BUG_REPORT_LACKS = ["the BMC (ipmitool)", "service journals and systemctl",
                     "/proc/pressure, /proc/vmstat", "Kubernetes"]
 _SMI_COMMAND = re.compile(r"^\S*nvidia-smi (?P<args>--query(?: --xml-format| -x)?|-q(?: -x)?)\s*$")
 
@@ -489,7 +510,7 @@ def read_bug_report_sections(text):
                 kernel["kernel messages"] = "\n".join(lines) + "\n"
         elif _SMI_COMMAND.match(head):
             xml = "-x" in head or "--xml-format" in head
-            commands["nvidia-smi -q -x" if xml else "nvidia-smi -q"] = _section_body(section, first + 1)
+            commands[NVSMI_XML if xml else NVSMI_TEXT] = _section_body(section, first + 1)
         elif BUG_REPORT_START in "\n".join(section):
             for line in section:
                 if ":" in line:
@@ -511,8 +532,9 @@ def open_bug_report(path, text):
     # only: one of them, never both (the same Xid would count twice)
     name = "kernel messages" if "kernel messages" in kernel else ("dmesg" if "dmesg" in kernel else None)
     texts = {"bug report: " + name: kernel[name]} if name else {}
-    lacks = [item for item in BUG_REPORT_LACKS
-             if not (item.startswith("nvidia-smi -q -x") and "nvidia-smi -q -x" in commands)]
+    lacks = list(BUG_REPORT_LACKS)
+    if NVSMI_XML not in commands and NVSMI_TEXT not in commands:
+        lacks.insert(0, "nvidia-smi --query (the report holds no nvidia-smi section: no GPU facts)")
     clock_source = "the report's Date line%s" % (" (%s)" % note if note else "")
     return CapturedHost(KIND_BUG_REPORT, path, float(clock), clock_source,
                         files=files, commands=commands, texts=texts, kernel_logs=sorted(texts), lacks=lacks)

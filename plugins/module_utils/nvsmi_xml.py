@@ -217,7 +217,12 @@ def parse_nvidia_smi_xml(text):
     there but are no number (read as None); attached_gpus: the GPU count the report states, or None. Raises NvidiaSmiParseError for anything that is not a
     complete report.
     """
-    root = _parse_root(text)
+    return report_from_root(_parse_root(text))
+
+
+def report_from_root(root):
+    """The report (parse_nvidia_smi_xml) of an <nvidia_smi_log> element, read from the XML or built from the text
+    `nvidia-smi -q` (nvsmi_text)."""
     driver = {
         "version": _version(_text(root, "driver_version")),
         "cuda_driver_version": _version(_text(root, "cuda_version")),

@@ -188,9 +188,13 @@ def test_an_nvidia_bug_report_gives_its_xid_kernel_module_and_host_with_its_own_
     assert facts["host"]["os"]["id"] == "ubuntu"
     steps = inputs_by_step(facts)
     assert steps["kernel_log"] == "read" and steps["bmc"] == "absent" and steps["host_pressure"] == "absent"
-    assert facts["collection"]["status"] == "partial"
-    assert any(item.startswith("nvidia-smi -q -x") for item in facts["capture"]["lacks"])
-    assert "the capture holds no nvidia-smi -q -x (nvidia_bug_report)" in facts["collection"]["reasons"][0]
+    # the GPUs of the report's text nvidia-smi --query: seven read, the one nvidia-smi could not open lost
+    assert not any("nvidia-smi" in item for item in facts["capture"]["lacks"])
+    assert facts["collection"]["status"] == "complete"
+    assert [(gpu["pci_bus_id"], gpu["lost"]) for gpu in facts["gpus"]][4:7] == [
+        ("0000:9a:00.0", False), ("0000:ab:00.0", True), ("0000:ba:00.0", False)]
+    assert len(facts["gpus"]) == 8 and facts["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3"
+    assert facts["driver"]["version"] == "550.90.07"
     assert facts["nvidia_present"] is True
     assert ("hardware.gpu_lost", "0000:ab:00.0") in rule_ids(facts)
 

@@ -110,6 +110,13 @@ def test_fabric_manager_failed_on_an_8x_h100_node():
     assert finding["severity"] == "critical" and finding["evidence"]["state"] == "failed"
 
 
+def test_a_fabric_manager_whose_state_was_not_read_is_not_called_down():
+    # a bug report holds no systemctl: the services read as unknown, which says nothing of the fabric manager
+    facts = healthy_node()
+    facts["host"]["services"]["fabricmanager"] = service("nvidia-fabricmanager", "unknown", None)
+    assert findings_of(facts, "driver.fabric_manager_down") == []
+
+
 def test_fabric_manager_is_not_needed_on_a_4_gpu_node():
     facts = healthy_node(gpus=4)
     facts["host"]["services"]["fabricmanager"] = service("nvidia-fabricmanager", "not_found", None)
