@@ -23,7 +23,6 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.build impor
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.past_runs import ReportFolderHistory
 
 
-
 def _facts_of(result):
     if isinstance(result, dict) and isinstance(result.get("ansible_facts"), dict):
         return result["ansible_facts"].get("gpufleet")
