@@ -41,8 +41,11 @@ def assert_documents(options, spec):
         assert documented_as(options[name]) == documented_as(argument), name
 
 
-@pytest.mark.parametrize("fragment, spec", TWINS, ids=["bmc_connection", "bmc_connection.inventory", "nvidia_smi",
-                                                     "kernel_log", "run_folder", "run_folder.started_at"])
+TWIN_IDS = ["bmc_connection", "bmc_connection.inventory", "nvidia_smi", "kernel_log", "run_folder",
+            "run_folder.started_at"]
+
+
+@pytest.mark.parametrize("fragment, spec", TWINS, ids=TWIN_IDS)
 def test_each_shared_spec_is_documented_by_its_twin_fragment(fragment, spec):
     assert_documents(yaml.safe_load(fragment)["options"], spec)
 
