@@ -36,7 +36,7 @@ if str(REPO / "collections") not in sys.path:
 import pynvml  # noqa: E402
 
 from ansible_collections.gpufleet.core.plugins.module_utils.collector import Collection  # noqa: E402
-from ansible_collections.gpufleet.core.plugins.plugin_utils.audit import history_step, run as audit_run
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit import record_step, run as audit_run
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit import host_step  # noqa: E402
 from ansible_collections.gpufleet.core.plugins.plugin_utils import run_folder  # noqa: E402
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports import writer as report_writer  # noqa: E402
@@ -218,7 +218,7 @@ def phase_timers(clock):
         (audit_run.FleetDiagnosis, "host", clock.timed("diagnose", audit_run.FleetDiagnosis.host)),
         (audit_run.FleetDiagnosis, "fleet", clock.timed("diagnose", audit_run.FleetDiagnosis.fleet)),
         (audit_run, "correlate", clock.timed("correlate", audit_run.correlate)),
-        (history_step, "build_report", clock.timed("build_report", history_step.build_report)),
+        (record_step, "build_report", clock.timed("build_report", record_step.build_report)),
         (host_step, "summary_line", clock.timed("hosts.txt lines", host_step.summary_line)),
         (audit_run, "write_reports", clock.timed("reports", audit_run.write_reports)),
         (report_writer, "RENDERERS", renderers),

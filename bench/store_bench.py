@@ -35,7 +35,7 @@ for entry in (str(REPO), str(REPO / "collections")):
 # pylint: disable=wrong-import-position
 from diagnose_bench import build_fleet, load_templates, prewrite_facts_files, without_facts  # noqa: E402
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.audit import history_step, run as audit_run
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit import record_step, run as audit_run
 from ansible_collections.gpufleet.core.plugins.plugin_utils import run_folder  # noqa: E402
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_summary import collection_status  # noqa: E402
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import host_extract  # noqa: E402
@@ -71,12 +71,12 @@ def sqlite_url(folder, name):
 
 class StoreTimer:
     """CPU seconds of the store's own step in each audit (audit_run.build_and_record, wrapped in place, less the
-    report's build in it, history_step.build_report)."""
+    report's build in it, record_step.build_report)."""
 
     def __init__(self):
         self.seconds = []
         self.original = audit_run.build_and_record
-        self.original_build = history_step.build_report
+        self.original_build = record_step.build_report
 
     def __enter__(self):
         building = []
@@ -96,12 +96,12 @@ class StoreTimer:
             finally:
                 self.seconds.append(time.process_time() - used - sum(building))
         audit_run.build_and_record = timed
-        history_step.build_report = timed_build
+        record_step.build_report = timed_build
         return self
 
     def __exit__(self, *_exc):
         audit_run.build_and_record = self.original
-        history_step.build_report = self.original_build
+        record_step.build_report = self.original_build
 
 
 def audit_seconds(results, policies, folder, started_at, store, cpu=None, worker_cpu=None):

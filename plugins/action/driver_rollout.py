@@ -7,9 +7,20 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 
 from ansible_collections.gpufleet.core.plugins.modules.driver_rollout import ARGUMENT_SPEC, REQUIRED_IF
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rollout import run as rollout
+
+display = Display()
+
+
+def show_deprecations(validation):
+    """What a module's AnsibleModule says of a deprecated option or alias (report_dir), said here: an action
+    plugin's validation only collects it."""
+    for deprecation in validation._deprecations:  # pylint: disable=protected-access
+        display.deprecated(deprecation["msg"], version=deprecation.get("version"), date=deprecation.get("date"),
+                           collection_name=deprecation.get("collection_name"))
 
 
 class ActionModule(ActionBase):
@@ -19,7 +30,8 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars or {})
-        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC, required_if=REQUIRED_IF)
+        validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC, required_if=REQUIRED_IF)
+        show_deprecations(validation)
         try:
             outcome = rollout.rollout_step(args, bool(self._play_context.check_mode))
         except (rollout.RolloutError, OSError) as exc:

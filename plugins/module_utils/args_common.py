@@ -9,6 +9,8 @@ in plugins/doc_fragments/ (as kubernetes.core's args_common.py and its k8s_* fra
 - inventory_bmc_spec(): the same options named bmc_*, none required, as gpu_facts (its action plugin) takes them from
   the inventory; doc fragment gpufleet.core.bmc_connection.inventory.
 - kernel_log_spec(): where the kernel log is read from (gpu_facts, gpu_evidence); doc fragment gpufleet.core.kernel_log.
+- run_folder_spec(): the run folder a controller step writes its reports in and the hosts it reports on (audit_report,
+  incident_report, loadstep_report); doc fragments gpufleet.core.run_folder and gpufleet.core.run_folder.started_at.
 - WINDOW_HOURS: how many hours back events count when nothing says otherwise (the kernel log gpu_facts reads, the
   BMC event log bmc_facts reads, the policy's thresholds.xid_window_hours). A module's documentation cannot import it,
   so tests/unit/plugins/doc_fragments/test_args_common.py checks every documented default against it.
@@ -64,3 +66,16 @@ def nvidia_smi_spec(timeout=60):
         nvidia_smi=dict(type="path"),
         timeout=dict(type="int", default=timeout),
     )
+
+
+def run_folder_spec(started_at=True):
+    """The options of a step that writes a run's reports: its hosts, its run folder and the report root that holds
+    it, and (started_at) when the run started."""
+    spec = dict(
+        hosts=dict(type="list", elements="str", required=True),
+        run_dir=dict(type="path", required=True),
+        report_root=dict(type="path", required=True),
+    )
+    if started_at:
+        spec["started_at"] = dict(type="str", required=True)
+    return spec

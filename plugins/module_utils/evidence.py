@@ -240,7 +240,7 @@ def collect_services(evidence, units):
                      redact=True)
 
 
-def collect_host_history(evidence):
+def collect_boots_and_packages(evidence):
     evidence.command("boots.txt", "driver", "journalctl", ["--list-boots", "--utc", "--no-pager"])
     for path in PACKAGE_LOGS:
         evidence.read_file(path.rsplit("/", 1)[-1], "driver", path)
@@ -312,7 +312,7 @@ def collect_evidence(host, since=None, until=None, window_hours=DEFAULT_WINDOW_H
     collect_gpu(evidence)
     collect_kernel_log(evidence, kernel_log_source, kernel_log_files)
     collect_services(evidence, units)
-    collect_host_history(evidence)
+    collect_boots_and_packages(evidence)
     collect_pci(evidence)
     collect_bmc(evidence)
     collect_dcgm_diag(evidence, dcgm_diag)

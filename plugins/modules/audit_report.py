@@ -52,13 +52,8 @@ description:
 author:
   - gpufleet contributors (!UNKNOWN)
 options:
-  hosts:
-    description: Hosts of the audit; each must have the registered result named by O(result_var).
-    type: list
-    elements: str
-    required: true
   result_var:
-    description: Name of the variable each host registered the M(gpufleet.core.gpu_facts) result in.
+    description: Name of the variable each host of O(hosts) registered the M(gpufleet.core.gpu_facts) result in.
     type: str
     default: gpufleet_collect
   run_marker_var:
@@ -77,10 +72,6 @@ options:
     description: Policy id of each host, as returned by M(gpufleet.core.policy_check) in C(host_policy).
     type: dict
     required: true
-  run_dir:
-    description: Folder of this run; created when missing.
-    type: path
-    required: true
   create_run_dir:
     description:
       - V(true) - create O(run_dir) exclusively here (O(run_dir)-2, -3, ... when the name is taken).
@@ -88,14 +79,6 @@ options:
         that M(gpufleet.core.gpu_facts) writes each host's facts file as its result arrives) and is used as it is.
     type: bool
     default: true
-  report_root:
-    description: Folder that holds the run folders and the C(latest) link.
-    type: path
-    required: true
-  started_at:
-    description: UTC start time of the run, ISO 8601.
-    type: str
-    required: true
   scope_hosts:
     description:
       - Every inventory host of the audit's host pattern, without C(--limit)
@@ -171,6 +154,8 @@ options:
     default: {}
 extends_documentation_fragment:
   - gpufleet.core.attributes
+  - gpufleet.core.run_folder
+  - gpufleet.core.run_folder.started_at
 attributes:
   check_mode:
     support: full
@@ -282,19 +267,16 @@ remediation:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.core.plugins.module_utils.args_common import run_folder_spec
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import FAIL_SEVERITIES
 
 # Also the action plugin's argument spec: one definition for both.
-ARGUMENT_SPEC = {
-    "hosts": {"type": "list", "elements": "str", "required": True},
+ARGUMENT_SPEC = dict(run_folder_spec(), **{
     "result_var": {"type": "str", "default": "gpufleet_collect"},
     "run_marker_var": {"type": "str"},
     "policies": {"type": "dict", "required": True},
     "host_policy": {"type": "dict", "required": True},
-    "run_dir": {"type": "path", "required": True},
     "create_run_dir": {"type": "bool", "default": True},
-    "report_root": {"type": "path", "required": True},
-    "started_at": {"type": "str", "required": True},
     "scope_hosts": {"type": "list", "elements": "str"},
     "scope_pattern": {"type": "str"},
     "limit": {"type": "str"},
@@ -307,7 +289,7 @@ ARGUMENT_SPEC = {
     "store": {"type": "bool", "default": True},
     "store_url": {"type": "str", "no_log": True},
     "orchestration": {"type": "dict", "default": {}},
-}
+})
 
 
 def main():

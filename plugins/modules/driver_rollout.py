@@ -56,11 +56,13 @@ options:
     type: str
     choices: [rollout, rollback]
     default: rollout
-  report_dir:
+  report_root:
     description:
-      - With O(step=plan), the report folder (default C(reports), relative to the current directory), as the
-        C(gpufleet.core.report_root) filter resolves it.
+      - With O(step=plan), the report root, the folder the rollout's run folder is made in (default C(reports),
+        relative to the current directory), as the C(gpufleet.core.report_root) filter resolves it.
+      - O(report_dir) is a deprecated alias, to be removed in 2.0.0.
     type: str
+    aliases: [report_dir]
   state_file:
     description: With every step but O(step=plan), the C(state_file) that O(step=plan) returned.
     type: path
@@ -101,7 +103,7 @@ EXAMPLES = r"""
     policies: "{{ gpufleet_driver_policies.policies }}"
     host_policy: "{{ gpufleet_driver_policies.host_policy }}"
     mode: rollout
-    report_dir: /srv/gpufleet/reports
+    report_root: /srv/gpufleet/reports
   register: gpufleet_driver_rollout
   delegate_to: localhost
   delegate_facts: true
@@ -222,7 +224,9 @@ ARGUMENT_SPEC = {
     "policies": {"type": "dict"},
     "host_policy": {"type": "dict"},
     "mode": {"type": "str", "choices": ["rollout", "rollback"], "default": "rollout"},
-    "report_dir": {"type": "str"},
+    "report_root": {"type": "str", "aliases": ["report_dir"],
+                    "deprecated_aliases": [{"name": "report_dir", "version": "2.0.0",
+                                            "collection_name": "gpufleet.core"}]},
     "state_file": {"type": "path"},
     "outcomes": {"type": "dict"},
     "refused": {"type": "dict", "default": {}},

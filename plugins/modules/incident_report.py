@@ -20,24 +20,12 @@ description:
   - Writes C(timeline.json) (every event of the window of every host on one UTC time axis, with host, GPU, layer,
     source, the line it came from and the events close in time across sources), C(fault-log.md) (the method's
     template, filled in as far as the evidence goes) and C(report.html) again with the timeline view.
-  - The project's earlier runs come from the run folders under O(report_root).
+  - O(run_dir) is the run folder of the audit (RV(gpufleet.core.audit_report#module:run_dir)); the project's earlier
+    runs come from the run folders under O(report_root).
   - This is an action plugin; it runs on the controller only.
 author:
   - gpufleet contributors (!UNKNOWN)
 options:
-  hosts:
-    description: The incident's hosts.
-    type: list
-    elements: str
-    required: true
-  run_dir:
-    description: The run folder of the audit (RV(gpufleet.core.audit_report#module:run_dir)).
-    type: path
-    required: true
-  report_root:
-    description: The folder that holds the run folders (earlier runs for the timeline).
-    type: path
-    required: true
   evidence_var:
     description: Name of each host's registered M(gpufleet.core.gpu_evidence) result.
     type: str
@@ -56,6 +44,7 @@ options:
     type: str
 extends_documentation_fragment:
   - gpufleet.core.attributes
+  - gpufleet.core.run_folder
 attributes:
   check_mode:
     support: full
@@ -107,17 +96,15 @@ correlations:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.core.plugins.module_utils.args_common import run_folder_spec
 
 # Also the action plugin's argument spec: one definition for both.
-ARGUMENT_SPEC = {
-    "hosts": {"type": "list", "elements": "str", "required": True},
-    "run_dir": {"type": "path", "required": True},
-    "report_root": {"type": "path", "required": True},
+ARGUMENT_SPEC = dict(run_folder_spec(started_at=False), **{
     "evidence_var": {"type": "str", "default": "gpufleet_evidence"},
     "facts_var": {"type": "str", "default": "gpufleet_collect"},
     "run_marker_var": {"type": "str"},
     "run_marker": {"type": "str"},
-}
+})
 
 
 def main():

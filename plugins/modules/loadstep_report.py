@@ -23,29 +23,14 @@ description:
 author:
   - gpufleet contributors (!UNKNOWN)
 options:
-  hosts:
-    description: The hosts of the play.
-    type: list
-    elements: str
-    required: true
   result_var:
     description: The host variable that holds each host's recorded run.
     type: str
     default: gpufleet_load_run
-  run_dir:
-    description: The run folder to create.
-    type: path
-    required: true
-  report_root:
-    description: The folder of the run folders, searched for the previous run.
-    type: path
-    required: true
-  started_at:
-    description: When the run started (UTC, ISO 8601).
-    type: str
-    required: true
 extends_documentation_fragment:
   - gpufleet.core.attributes
+  - gpufleet.core.run_folder
+  - gpufleet.core.run_folder.started_at
 attributes:
   check_mode:
     support: full
@@ -96,13 +81,11 @@ runs:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.core.plugins.module_utils.args_common import run_folder_spec
 
 ARGUMENT_SPEC = dict(
-    hosts=dict(type="list", elements="str", required=True),
+    run_folder_spec(),
     result_var=dict(type="str", default="gpufleet_load_run"),
-    run_dir=dict(type="path", required=True),
-    report_root=dict(type="path", required=True),
-    started_at=dict(type="str", required=True),
 )
 
 

@@ -2,7 +2,7 @@
 
 import copy
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.history_step import ReportInputs, build_and_record
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.record_step import ReportInputs, build_and_record
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import build_report
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings
 from tests.support.report_inputs import finding
@@ -52,7 +52,7 @@ def inputs_of(report):
 
 
 def record_run(settings, report, facts, host_policies=None, **options):
-    """The run of a report made by make_run recorded as the audit records its own (audit/history_step.py, with
+    """The run of a report made by make_run recorded as the audit records its own (audit/record_step.py, with
     the history step), the report replaced in place by the recorded one, which is returned."""
     recorded = build_and_record(settings, inputs_of(report), facts, host_policies, **options)
     report.clear()

@@ -18,7 +18,7 @@ import datetime
 import json
 import os
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.history_step import ReportInputs, build_and_record
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.record_step import ReportInputs, build_and_record
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.run import TOOL_VERSION, run_scope
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import write_reports
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import k8s as rules_k8s

@@ -7,7 +7,7 @@ host's whole facts (a tenth of them for an 8-GPU host) while it reads the fleet'
 The per-host rules (diagnose_host) see the whole facts; what runs after them on many hosts at once sees this view:
 the fleet rules (diagnose.fleet_findings: driver and sharing skew, framework skew), the correlation
 (correlate.py: drivers, VBIOS, processes per GPU or MIG device), the run store's drift and trend rules
-(rules/history.py, audit/history_step.py) and the baseline templates (store/baseline_template.py). A field
+(rules/drift_trend.py, audit/record_step.py) and the baseline templates (store/baseline_template.py). A field
 any of them reads must be kept here; tests/unit/plugins/plugin_utils/audit/test_run_stream.py checks that an
 audit of views writes the same reports as an audit of the whole facts.
 """

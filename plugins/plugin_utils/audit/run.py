@@ -21,7 +21,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
     DEFAULT_FAIL_SEVERITY, FAIL_SEVERITIES, NO_FAILURE)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.collection_version import VERSION
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import rule_declaration, severity_rank
-from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.history_step import ReportInputs, build_and_record
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.record_step import ReportInputs, build_and_record
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_step import (
     DIAGNOSIS_KEY, accepted_diagnosis, host_step, policy_digest, write_facts)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_summary import collection_status, result_facts

@@ -20,8 +20,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (
     FAULT_LOG_FILE, TIMELINE_FILE, facts_file_names, write_atomically)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import json_text
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.build import build_timeline
-from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.history import ReportFolderHistory
-
+from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.past_runs import ReportFolderHistory
 
 def _facts_of(result):
     if isinstance(result, dict) and isinstance(result.get("ansible_facts"), dict):
@@ -31,7 +30,7 @@ def _facts_of(result):
 
 def run_incident(run_dir, report_root, evidence_results, facts_results=None, history=None, now=None):
     """evidence_results: {host: registered gpu_evidence result}; facts_results: {host: gpu_facts result};
-    history: a timeline.history.RunHistory (default: the run folders under report_root).
+    history: a timeline.past_runs.RunHistory (default: the run folders under report_root).
 
     Returns {"files": written paths, "timeline": the timeline, "bundles": {host: (folder name, manifest)}}."""
     report = load_audit_report(run_dir)

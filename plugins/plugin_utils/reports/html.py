@@ -25,7 +25,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.html_timeline import timeline_section
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import HOST_STATUSES, REPORT_VERSION
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_text, visible_json_strings
-from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.changes import html_section as changes_html
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.since_previous import html_section as changes_html
 
 MAX_CAUSE_HOSTS_SHOWN = 12
 MAX_PROBLEM_HOSTS_LISTED = 500

@@ -34,7 +34,7 @@ import re
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYER_ORDER, LAYERS, SEVERITIES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import severity_rank
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_xml_text
-from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.changes import (
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.since_previous import (
     junit_finding_note as history_note, junit_properties as history_properties)
 
 COLLECTION_SUITE = "collection"

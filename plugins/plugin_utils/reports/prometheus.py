@@ -22,7 +22,7 @@ import re
 
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYERS, SEVERITIES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import HOST_STATUSES, REPORT_VERSION
-from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.changes import prometheus_lines as history_families
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.since_previous import prometheus_lines as history_families
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _LABEL_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n"})

@@ -11,7 +11,7 @@ import textwrap
 import os
 
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYERS, NO_FAILURE, SEVERITIES
-from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.changes import terminal_lines as history_lines
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.since_previous import terminal_lines as history_lines
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_line, safe_text
 
 MAX_CAUSES = 5

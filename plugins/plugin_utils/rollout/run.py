@@ -100,9 +100,9 @@ def not_acted_messages(mode, refused, by_host, check_mode):
             for host, reason in sorted(refused.items())}
 
 
-def plan_rollout(hosts, host_policy, policies, mode, report_dir, started_at, stamp, refused=None, check_mode=False):
+def plan_rollout(hosts, host_policy, policies, mode, root, started_at, stamp, refused=None, check_mode=False):
     """The rollout's batches and failure limit (shared by every host's policy), its run folder (in the report root
-    report_dir names, run_folder.report_root) and its state file there.
+    root names, run_folder.report_root) and its state file there.
 
     Every host's policy is checked for what the mode needs (driver.pin, driver.package) and the batches; refused:
     {host: why no role may act on it} (acting_target): those hosts are left out of the batches and reported as not
@@ -128,7 +128,7 @@ def plan_rollout(hosts, host_policy, policies, mode, report_dir, started_at, sta
               "started_at": started_at}
     if not targets:
         return result
-    run_dir = new_run_dir(report_root(report_dir), run_kind(mode), stamp, CHECK_MODE_SUFFIX if check_mode else "")
+    run_dir = new_run_dir(report_root(root), run_kind(mode), stamp, CHECK_MODE_SUFFIX if check_mode else "")
     state = {"version": STATE_VERSION, "mode": mode, "planned": targets, "settings": settings,
              "run_dir": run_dir, "started_at": started_at, "batch": 0, "stopped": False, "outcomes": {},
              "not_acted": not_acted}
@@ -197,7 +197,7 @@ def rollout_step(args, check_mode, now=None):
     step = args["step"]
     now = time.time() if now is None else now
     if step == "plan":
-        return plan_rollout(args["hosts"], args["host_policy"], args["policies"], args["mode"], args["report_dir"],
+        return plan_rollout(args["hosts"], args["host_policy"], args["policies"], args["mode"], args["report_root"],
                             time.strftime(TIME_FORMAT, time.gmtime(now)), run_stamp(now), args["refused"],
                             check_mode)
     if step == "start_batch":

@@ -25,7 +25,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import workloa
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import xid_repeat as rules_xid_repeat
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYER_ORDER
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import RULES, Context, list_rules, parse_time
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.history import DRIFT_RULES, TREND_RULES
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.drift_trend import DRIFT_RULES, TREND_RULES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.host_clock import on_host_clock
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.custom import compile_custom_rules, run_custom_rules
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge import load_knowledge
@@ -266,7 +266,7 @@ def fleet_findings(hosts, policies, groups=None, default=None):
 
 def rules_run(policies=()):
     """Ids of every rule that runs, including the custom rules of the given policies. The history rules are not
-    among them: the history step adds those it evaluated (audit/history_step.py)."""
+    among them: the history step adds those it evaluated (audit/record_step.py)."""
     ids = set(RULES) - {info.id for info in DRIFT_RULES + TREND_RULES}
     for policy in policies:
         ids.update(custom.id for custom in compile_custom_rules(policy))

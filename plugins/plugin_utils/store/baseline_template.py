@@ -8,7 +8,7 @@ known-good run was audited with), the known-good run.
 One set of rows (`group_template`) that two renderers print: `gpufleet baseline show --markdown`
 (render_markdown, from the store: every host of each baseline run) and report.html (report_html, from
 report.json's `baselines`: the audit's hosts that have a baseline, with the facts the drift rules compare
-against, audit/history_step.py)."""
+against, audit/record_step.py)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type

@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Each GPU's cumulative error counters, read once per run from the facts: the store writes them
-(gpu_counters) and the trend rules compare them with the previous run (rules_history.py).
+(gpu_counters) and the trend rules compare them with the previous run (rules/drift_trend.py).
 
 A counter is stored in a signed 64-bit column (SQLite INTEGER, PostgreSQL BIGINT). Each count of the facts fits
 (facts_validation refuses larger ones), but a sum of them (retired pages, NVLink errors over every link) may not:

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The audit's use of the store, as one transaction the audit drives (audit/history_step.py): open_run opens
+"""The audit's use of the store, as one transaction the audit drives (audit/record_step.py): open_run opens
 it and settles earlier runs, the audit reads what it needs (the previous complete run of its scope, baselines and
 counters for the history rules) and builds its report, RunTransaction.write compares the report with the
 previous run and writes it, all before the reports are written, so each report says what changed. A run whose

@@ -105,7 +105,7 @@ if IMPORT_ERROR is None:  # without SQLAlchemy the module imports, and the store
         Column("set_at", TIME, nullable=False),
     )
 
-    # one row per GPU and run: cumulative error counters (None: not read), for the trends (rules_history.py)
+    # one row per GPU and run: cumulative error counters (None: not read), for the trends (rules/drift_trend.py)
     GPU_COUNTERS = Table(
         "gpu_counters", METADATA,
         run_reference(),

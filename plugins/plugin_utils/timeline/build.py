@@ -13,7 +13,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.incident.evidence_bu
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.bmc import clock_offset, sel_events
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.boots import boot_events
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.events import in_window, iso
-from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.history import RunHistory, history_events
+from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.past_runs import RunHistory, history_events
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.journal import journal_events
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.kernel import kernel_events
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.packages import dnf_events, dpkg_events

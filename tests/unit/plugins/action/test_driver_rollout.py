@@ -11,6 +11,7 @@ import pytest
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.filter.core import to_nice_json
 
+from ansible_collections.gpufleet.core.plugins.action import driver_rollout as driver_rollout_action
 from ansible_collections.gpufleet.core.plugins.action.driver_rollout import ActionModule
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rollout import run as R
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rollout.run import rollout_step as run_step
@@ -31,7 +32,7 @@ def checked(hosts, policies_by_name=None, assignment=None):
 
 def step(name, **args):
     args = dict({"step": name, "hosts": None, "policies": None, "host_policy": None, "mode": "rollout",
-                 "report_dir": None, "state_file": None, "outcomes": None, "refused": {}}, **args)
+                 "report_root": None, "state_file": None, "outcomes": None, "refused": {}}, **args)
     return args
 
 
@@ -39,7 +40,7 @@ def step(name, **args):
 def planned(tmp_path):
     host_policy, policies = checked(HOSTS)
     return run_step(step("plan", hosts=HOSTS, host_policy=host_policy, policies=policies,
-                         report_dir=str(tmp_path / "reports")), False, now=NOW)
+                         report_root=str(tmp_path / "reports")), False, now=NOW)
 
 
 def test_the_plan_takes_the_batches_from_the_policy_and_starts_a_hidden_state_file(tmp_path, planned):
@@ -57,9 +58,9 @@ def test_the_plan_takes_the_batches_from_the_policy_and_starts_a_hidden_state_fi
 def test_two_rollouts_started_in_the_same_second_keep_their_own_state(tmp_path, planned):
     host_policy, policies = checked(["h9"])
     other = run_step(step("plan", hosts=["h9"], host_policy=host_policy, policies=policies, mode="rollback",
-                          report_dir=str(tmp_path / "reports")), False, now=NOW)
+                          report_root=str(tmp_path / "reports")), False, now=NOW)
     again = run_step(step("plan", hosts=["h9"], host_policy=host_policy, policies=policies, mode="rollback",
-                          report_dir=str(tmp_path / "reports")), False, now=NOW)
+                          report_root=str(tmp_path / "reports")), False, now=NOW)
     assert len({planned["state_file"], other["state_file"], again["state_file"]}) == 3
     assert sorted(os.listdir(str(tmp_path / "reports"))) == [
         "20261201T120000Z-driver-rollback", "20261201T120000Z-driver-rollback-2", "20261201T120000Z-driver-rollout"]
@@ -70,7 +71,7 @@ def test_policies_that_differ_on_the_batches_are_refused_naming_the_hosts(tmp_pa
     host_policy, policies = checked(["a", "b"], {"p0": policy(pin=PIN), "p1": slow}, {"a": "p0", "b": "p1"})
     with pytest.raises(R.RolloutError, match=r"differ between the hosts of this rollout .*: a.*: b"):
         run_step(step("plan", hosts=["a", "b"], host_policy=host_policy, policies=policies,
-                      report_dir=str(tmp_path)), False, now=NOW)
+                      report_root=str(tmp_path)), False, now=NOW)
     assert os.listdir(str(tmp_path)) == []
 
 
@@ -83,7 +84,7 @@ def test_policies_that_differ_on_the_batches_are_refused_naming_the_hosts(tmp_pa
 def test_bad_plan_input_is_named(tmp_path, hosts, host_policy, mode, message):
     with pytest.raises(R.RolloutError, match=message):
         run_step(step("plan", hosts=hosts, host_policy=host_policy, policies={"p0": policy(pin=PIN)}, mode=mode,
-                      report_dir=str(tmp_path)), False, now=NOW)
+                      report_root=str(tmp_path)), False, now=NOW)
 
 
 def changed(batch, host):
@@ -121,7 +122,7 @@ def test_a_failed_canary_stops_the_rollout_and_later_batches_are_untouched(plann
 def test_a_rollout_planned_in_check_mode_has_a_check_run_folder(tmp_path):
     host_policy, policies = checked(HOSTS)
     planned = run_step(step("plan", hosts=HOSTS, host_policy=host_policy, policies=policies, mode="rollback",
-                            report_dir=str(tmp_path)), True, now=NOW)
+                            report_root=str(tmp_path)), True, now=NOW)
     assert planned["run_dir"] == str(tmp_path / "20261201T120000Z-driver-rollback-check")
     written = run_step(step("report", state_file=planned["state_file"]), True, now=NOW)
     assert written["path"] == os.path.join(planned["run_dir"], "driver-rollback.json")
@@ -191,11 +192,32 @@ def action(args, check_mode=False):
 def test_the_action_returns_the_plan_and_the_batches_as_a_fact(tmp_path):
     host_policy, policies = checked(["h1"])
     result = action({"step": "plan", "hosts": ["h1"], "policies": policies, "host_policy": host_policy,
-                     "report_dir": str(tmp_path)}).run(task_vars={})
+                     "report_root": str(tmp_path)}).run(task_vars={})
     assert result["changed"] is False and "failed" not in result
     assert result["ansible_facts"] == {"gpufleet_driver_batches": [1, "10%", "100%"]}
     assert os.path.dirname(result["state_file"]) == result["run_dir"]
     assert os.path.dirname(result["run_dir"]) == str(tmp_path)
+
+
+def test_the_old_option_report_dir_still_names_the_report_root_with_a_deprecation_warning(tmp_path, monkeypatch):
+    said = []
+    monkeypatch.setattr(driver_rollout_action.display, "deprecated",
+                        lambda msg, **where: said.append(dict(where, msg=msg)))
+    host_policy, policies = checked(["h1"])
+    result = action({"step": "plan", "hosts": ["h1"], "policies": policies, "host_policy": host_policy,
+                     "report_dir": str(tmp_path)}).run(task_vars={})
+    assert "failed" not in result and os.path.dirname(result["run_dir"]) == str(tmp_path)
+    assert said == [{"msg": "Alias 'report_dir' is deprecated. See the module docs for more information",
+                     "version": "2.0.0", "date": None, "collection_name": "gpufleet.core"}]
+
+
+def test_the_new_option_report_root_says_nothing_deprecated(tmp_path, monkeypatch):
+    said = []
+    monkeypatch.setattr(driver_rollout_action.display, "deprecated", lambda msg, **where: said.append(msg))
+    host_policy, policies = checked(["h1"])
+    action({"step": "plan", "hosts": ["h1"], "policies": policies, "host_policy": host_policy,
+            "report_root": str(tmp_path)}).run(task_vars={})
+    assert said == []
 
 
 def test_the_action_fails_the_task_with_the_step_and_the_reason(tmp_path):
@@ -213,7 +235,7 @@ def test_the_action_names_the_options_a_step_needs():
 def test_a_batch_that_failed_beyond_the_limit_stops_the_rollout_without_failing_the_task(tmp_path):
     host_policy, policies = checked(["h1", "h2"])
     planned = action({"step": "plan", "hosts": ["h1", "h2"], "policies": policies, "host_policy": host_policy,
-                      "report_dir": str(tmp_path)}).run(task_vars={})
+                      "report_root": str(tmp_path)}).run(task_vars={})
     state_file = planned["state_file"]
     action({"step": "start_batch", "state_file": state_file, "hosts": ["h1"]}).run(task_vars={})
     ended = action({"step": "end_batch", "state_file": state_file,
@@ -236,7 +258,7 @@ def test_a_policy_without_what_the_mode_needs_stops_the_plan_naming_the_key_and_
     host_policy, policies = checked(["a", "b"], {"p0": policy(**driver)})
     with pytest.raises(R.RolloutError) as raised:
         run_step(step("plan", hosts=["a", "b"], host_policy=host_policy, policies=policies, mode=mode,
-                      report_dir=str(tmp_path / "reports")), False, now=NOW)
+                      report_root=str(tmp_path / "reports")), False, now=NOW)
     message = str(raised.value)
     assert message.startswith("the %s cannot start, no host was contacted: " % mode)
     assert [key for key in ("driver.package", "driver.pin") if "%s: the policy sets no" % key in message] == keys
@@ -247,7 +269,7 @@ def test_a_policy_without_what_the_mode_needs_stops_the_plan_naming_the_key_and_
 def test_a_rollback_needs_no_pin(tmp_path):
     host_policy, policies = checked(["a"], {"p0": policy()})
     planned = run_step(step("plan", hosts=["a"], host_policy=host_policy, policies=policies, mode="rollback",
-                            report_dir=str(tmp_path)), False, now=NOW)
+                            report_root=str(tmp_path)), False, now=NOW)
     assert planned["planned"] == ["a"] and planned["state_file"]
 
 
@@ -257,7 +279,7 @@ REPLAYED = "its facts are replayed from a recorded fixture (gpufleet_facts_sourc
 def test_refused_hosts_stay_out_of_the_batches_and_the_report_says_why_with_their_plan(tmp_path):
     host_policy, policies = checked(HOSTS)
     planned = run_step(step("plan", hosts=HOSTS, host_policy=host_policy, policies=policies,
-                            report_dir=str(tmp_path), refused={"h1": "", "h2": REPLAYED}), False, now=NOW)
+                            report_root=str(tmp_path), refused={"h1": "", "h2": REPLAYED}), False, now=NOW)
     assert planned["planned"] == ["h1", "h3", "h4"] and planned["batch_sizes"] == [1, 1, 1]
     assert planned["not_acted"] == {"h2": (
         "h2: not acted on, plan only: would install driver 550.127.05 (driver.pin) from package "
@@ -280,7 +302,7 @@ def test_refused_hosts_stay_out_of_the_batches_and_the_report_says_why_with_thei
 def test_with_every_host_refused_there_is_nothing_to_roll_out_and_no_file_and_check_mode_says_so(tmp_path):
     host_policy, policies = checked(["h1", "h2"])
     planned = run_step(step("plan", hosts=["h1", "h2"], host_policy=host_policy, policies=policies,
-                            report_dir=str(tmp_path / "reports"), refused=dict.fromkeys(["h1", "h2"], REPLAYED)),
+                            report_root=str(tmp_path / "reports"), refused=dict.fromkeys(["h1", "h2"], REPLAYED)),
                        True, now=NOW)
     assert planned["planned"] == [] and planned["state_file"] is None and planned["batch_sizes"] == []
     assert sorted(planned["not_acted"]) == ["h1", "h2"]

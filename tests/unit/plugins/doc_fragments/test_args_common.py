@@ -9,10 +9,11 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.core.plugins.action import gpu_facts as gpu_facts_action
-from ansible_collections.gpufleet.core.plugins.doc_fragments import bmc_connection, kernel_log, nvidia_smi
+from ansible_collections.gpufleet.core.plugins.doc_fragments import bmc_connection, kernel_log, nvidia_smi, run_folder
 from ansible_collections.gpufleet.core.plugins.module_utils import args_common, bmc_lan
 from ansible_collections.gpufleet.core.plugins.module_utils import kernel_log as kernel_log_reader
-from ansible_collections.gpufleet.core.plugins.modules import gpu_mode, mig_layout
+from ansible_collections.gpufleet.core.plugins.modules import audit_report, gpu_mode, incident_report, loadstep_report
+from ansible_collections.gpufleet.core.plugins.modules import mig_layout
 from tests.support.ansible_doc import rendered_docs
 from tests.support.schema_check import ROOT
 
@@ -24,6 +25,8 @@ TWINS = [
     (bmc_connection.ModuleDocFragment.INVENTORY, args_common.inventory_bmc_spec()),
     (nvidia_smi.ModuleDocFragment.DOCUMENTATION, args_common.nvidia_smi_spec()),
     (kernel_log.ModuleDocFragment.DOCUMENTATION, args_common.kernel_log_spec()),
+    (run_folder.ModuleDocFragment.DOCUMENTATION, args_common.run_folder_spec(started_at=False)),
+    (run_folder.ModuleDocFragment.STARTED_AT, {"started_at": args_common.run_folder_spec()["started_at"]}),
 ]
 
 
@@ -38,7 +41,11 @@ def assert_documents(options, spec):
         assert documented_as(options[name]) == documented_as(argument), name
 
 
-@pytest.mark.parametrize("fragment, spec", TWINS, ids=["bmc_connection", "bmc_connection.inventory", "nvidia_smi", "kernel_log"])
+TWIN_IDS = ["bmc_connection", "bmc_connection.inventory", "nvidia_smi", "kernel_log", "run_folder",
+            "run_folder.started_at"]
+
+
+@pytest.mark.parametrize("fragment, spec", TWINS, ids=TWIN_IDS)
 def test_each_shared_spec_is_documented_by_its_twin_fragment(fragment, spec):
     assert_documents(yaml.safe_load(fragment)["options"], spec)
 
@@ -110,3 +117,31 @@ def test_the_kernel_log_options_are_declared_in_args_common_only():
             if declared.search(handle.read()):
                 places.append(os.path.relpath(path, ROOT))
     assert places == ["plugins/module_utils/args_common.py"]
+
+
+RUN_FOLDER_OPTIONS = ("hosts", "run_dir", "report_root", "started_at")
+
+
+def test_the_run_folder_options_are_one_spec_each_report_module_extends():
+    assert sorted(args_common.run_folder_spec()) == sorted(RUN_FOLDER_OPTIONS)
+    assert args_common.run_folder_spec()["report_root"] == {"type": "path", "required": True}
+    for module, started_at in ((audit_report, True), (loadstep_report, True), (incident_report, False)):
+        spec = args_common.run_folder_spec(started_at=started_at)
+        assert dict((name, module.ARGUMENT_SPEC[name]) for name in spec) == spec, module.__name__
+    assert "started_at" not in incident_report.ARGUMENT_SPEC
+
+
+def test_the_report_modules_document_the_run_folder_options_they_accept():
+    docs = rendered_docs("module", ["audit_report", "incident_report", "loadstep_report"])
+    for name, module in (("audit_report", audit_report), ("incident_report", incident_report),
+                         ("loadstep_report", loadstep_report)):
+        assert_documents(docs[name]["options"], module.ARGUMENT_SPEC)
+
+
+def test_the_report_modules_declare_no_run_folder_option_of_their_own():
+    declared = re.compile(r"""["']?\b(hosts|run_dir|report_root|started_at)["']?(\s*:\s*\{\s*["']type|\s*=\s*dict\()""")
+    places = []
+    for module in (audit_report, incident_report, loadstep_report):
+        with open(module.__file__) as handle:
+            places.extend("%s: %s" % (module.__name__, found.group(1)) for found in declared.finditer(handle.read()))
+    assert places == []

@@ -15,11 +15,11 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.fleet_view imp
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_step import (
     DIAGNOSIS_KEY, accepted_diagnosis, host_diagnosis, policy_digest, worker_step)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import FACTS_FILE_KEY, facts_file_text
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.history import (
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.drift_trend import (
     DRIFT_RULES, TREND_RULES, HistoryContext, run_rules)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline_template import group_profile
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import host_counters
-from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.history_step import CounterRow
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.record_step import CounterRow
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings
 from tests.support.demo_fleet import HOSTS, demo_audit, demo_policy
 from tests.support.rule_builders import KNOWLEDGE

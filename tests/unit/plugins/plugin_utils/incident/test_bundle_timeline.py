@@ -10,7 +10,7 @@ import tarfile
 from ansible_collections.gpufleet.core.plugins.plugin_utils.incident.evidence_bundle import safe_item_name, write_bundle
 from ansible_collections.gpufleet.core.plugins.plugin_utils.incident.fault_log import render_fault_log
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.build import build_timeline
-from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.history import ReportFolderHistory, RunHistory
+from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.past_runs import ReportFolderHistory, RunHistory
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.events import epoch_of_iso
 
 SINCE = epoch_of_iso("2026-11-29T06:00:00Z")

@@ -12,7 +12,7 @@ import yaml
 from ansible_collections.gpufleet.core.plugins.module_utils import kernel_log
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import correlate
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import custom as rules_custom
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import history as rules_history
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import drift_trend
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import RULE_MODULES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge import load_knowledge
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge_tables import DATA_DIR
@@ -60,7 +60,7 @@ def test_every_data_file_names_its_sources(path):
 
 
 def test_the_rules_and_the_correlation_hold_no_gpu_tables_of_their_own():
-    paths = [module.__file__ for module in RULE_MODULES + (rules_custom, rules_history, correlate)]
+    paths = [module.__file__ for module in RULE_MODULES + (rules_custom, drift_trend, correlate)]
     assert len(paths) > 10
     for path in paths:
         with open(path) as handle:

@@ -273,7 +273,7 @@ def test_a_clock_that_jumped_forward_does_not_purge_the_history(store_url):
     retention = report["store"]["retention"]
     assert retention["removed"] == {"facts": 0, "runs": 0}
     assert "more than the retention's 365 days before this controller's clock" in retention["skipped"]
-    from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.changes import store_line
+    from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.since_previous import store_line
     assert "; retention NOT applied: the newest stored run started at " in store_line(report)
     assert counts(store_url)["runs"] == 3 and counts(store_url)["facts"] == 3
 

@@ -1,10 +1,10 @@
-"""The history step (audit/history_step.py): the audit drives the run's store transaction, makes the history
+"""The history step (audit/record_step.py): the audit drives the run's store transaction, makes the history
 findings in it and builds its report once, with them, before the store compares and writes the run."""
 
 import datetime
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.audit import history_step
-from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.history_step import ReportInputs, build_and_record
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit import record_step
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.record_step import ReportInputs, build_and_record
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import build_report
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store import record as store_record
@@ -39,7 +39,7 @@ def counting_builds(monkeypatch):
     def build(*args):
         built.append(args)
         return build_report(*args)
-    monkeypatch.setattr(history_step, "build_report", build)
+    monkeypatch.setattr(record_step, "build_report", build)
     return built
 
 

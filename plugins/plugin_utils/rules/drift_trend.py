@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Rules on history, which the audit evaluates inside the run's store transaction (audit/history_step.py)
+"""Rules on history, which the audit evaluates inside the run's store transaction (audit/record_step.py)
 because they need earlier runs: drift of a host's facts from its baseline run, and the growth per day of a
 GPU's error counters.
 

@@ -1,4 +1,4 @@
-"""Drift from a baseline run and trends across runs (rules_history.py), evaluated by the store."""
+"""Drift from a baseline run and trends across runs (rules/drift_trend.py), evaluated by the store."""
 
 import copy
 import datetime
@@ -8,7 +8,7 @@ from sqlalchemy import text
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import rules_run
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import RULES
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.history import DRIFT_RULES, TREND_RULES
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.drift_trend import DRIFT_RULES, TREND_RULES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline import set_baseline
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import make_engine
@@ -177,7 +177,7 @@ def test_counters_are_kept_per_gpu_serial(store_url):
     assert [tuple(row) for row in rows] == [("serial:S0", 7), ("serial:S1", 7)]
 
 
-def test_a_run_lists_a_history_rule_only_where_its_history_step_evaluated_it(store_url):
+def test_a_run_lists_a_history_rule_only_where_its_record_step_evaluated_it(store_url):
     history_ids = {info.id for info in DRIFT_RULES + TREND_RULES}
     assert history_ids and not history_ids & set(rules_run([POLICY]))  # whatever was imported before
     first = audit(store_url, "first", 3, {"node-1": full_facts(at(3))})

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The history step of a run: the findings only the store can make (rules/history.py), drift of each host from
+"""The record step of a run: the findings only the store can make (rules/drift_trend.py), drift of each host from
 its baseline run and the growth of each GPU's error counters since the previous complete run, made inside the
 run's store transaction (store/record.py, open_run), before the report is built, so they join it like any
 other finding (summary, verdicts, every renderer); then the run is compared and written in the same
@@ -16,7 +16,7 @@ import collections
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.fleet_view import fleet_view
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import build_report
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import RENDERERS
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.history import (
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.drift_trend import (
     DRIFT_RULES, TREND_RULES, HistoryContext, run_rules)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline import baseline_facts, baseline_for_hosts
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline_template import templates_for_hosts
