@@ -22,6 +22,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import j
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.build import build_timeline
 from ansible_collections.gpufleet.core.plugins.plugin_utils.timeline.past_runs import ReportFolderHistory
 
+
 def _facts_of(result):
     if isinstance(result, dict) and isinstance(result.get("ansible_facts"), dict):
         return result["ansible_facts"].get("gpufleet")

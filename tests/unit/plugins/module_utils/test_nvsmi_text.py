@@ -151,20 +151,20 @@ OLD_DRIVER_GPU = """GPU 0000:3B:00.0
         Pending                     : Enabled
     ECC Errors
         Volatile
-            Single Bit            
+            Single Bit
                 Device Memory       : 2
                 Register File       : 0
                 L1 Cache            : N/A
                 Total               : 2
-            Double Bit            
+            Double Bit
                 Device Memory       : 1
                 Register File       : 0
                 Total               : 1
         Aggregate
-            Single Bit            
+            Single Bit
                 Device Memory       : 40
                 Total               : 40
-            Double Bit            
+            Double Bit
                 Device Memory       : 3
                 Total               : 3
     Retired Pages
