@@ -60,7 +60,7 @@ def test_the_filter_names_what_run_folder_names_and_documents_its_kinds(tmp_path
 def test_a_rollout_has_a_run_folder_of_the_same_layout(tmp_path):
     planned = rollout_step({"step": "plan", "hosts": ["h1"], "host_policy": {"h1": "p0"},
                             "policies": {"p0": policy(pin="550.127.05")}, "mode": "rollout",
-                            "report_dir": str(tmp_path), "refused": {}}, False, now=EPOCH)
+                            "report_root": str(tmp_path), "refused": {}}, False, now=EPOCH)
     assert os.listdir(str(tmp_path)) == ["20261206T161400Z-driver-rollout"]
     written = rollout_step({"step": "report", "state_file": planned["state_file"]}, False, now=EPOCH + 60)
     assert os.listdir(planned["run_dir"]) == list(run_folder.RUN_FILES["driver-rollout"])
