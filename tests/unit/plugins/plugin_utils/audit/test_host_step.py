@@ -63,9 +63,10 @@ def test_the_demo_fleet_has_findings_to_compare():
 def test_a_rule_that_fails_gives_the_same_reason_in_the_worker_and_on_the_controller(tmp_path, monkeypatch):
     def broken(*_args):
         raise KeyError("thresholds")
-    monkeypatch.setattr(diagnose, "diagnose_host", broken)
     host = sorted(HOSTS)[0]
-    worker, step, _status = worker_and_controller(tmp_path, host, demo_audit()[0][host], demo_policy(host))
+    facts, policy = demo_audit()[0][host], demo_policy(host)  # before the patch: the demo's audit diagnoses too
+    monkeypatch.setattr(diagnose, "diagnose_host", broken)
+    worker, step, _status = worker_and_controller(tmp_path, host, facts, policy)
     assert DIAGNOSIS_KEY not in worker
     reason = "the host's facts could not be diagnosed (KeyError: 'thresholds'); report this with its facts"
     assert worker["warnings"] == ["the host was not diagnosed in the worker: " + reason]
