@@ -233,6 +233,6 @@ def test_facts_carrying_the_validation_family_pass_the_controllers_facts_check(c
     validation = run_module(capsys, checks=ALL_CHECKS, dcgm_level=2, stress_tool="gpu_burn")["validation"]
     facts = dict(demo_audit()[0]["gpu-h100-nvlink-12"], validation=validation)
     assert facts_problems(facts) == []
-    broken = dict(facts, validation=dict(validation, checks={"dcgm_diag": dict(validation["checks"]["dcgm_diag"],
-                                                                                 status="fine")}))
+    wrong_status = dict(validation["checks"]["dcgm_diag"], status="fine")
+    broken = dict(facts, validation=dict(validation, checks={"dcgm_diag": wrong_status}))
     assert any("status" in problem for problem in facts_problems(broken))
