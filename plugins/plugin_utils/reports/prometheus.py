@@ -155,10 +155,11 @@ NO_GPU = ("", "", "")  # gpu, UUID, modelName of a host-wide finding or of a bus
 def host_gpus(facts):
     """(hostname, {normalised bus id: (gpu, UUID, pci_bus_id, modelName, lost)}) of one host's facts or fleet
     view (audit/fleet_view.py), in dcgm-exporter's forms: the index as a string, the bus id as nvidia-smi prints it."""
-    hostname = ((facts.get("host") or {}).get("hostname") or None) if isinstance(facts.get("host"), dict) else None
+    host = facts.get("host")
+    hostname = (host.get("hostname") or None) if isinstance(host, dict) else None
     gpus = {}
     for gpu in facts.get("gpus") if isinstance(facts.get("gpus"), list) else ():
-        bus_id = normalize_pci_bus_id(gpu.get("pci_bus_id"))
+        bus_id = normalize_pci_bus_id(gpu.get("pci_bus_id")) if isinstance(gpu, dict) else None
         if bus_id is None:
             continue
         index = gpu.get("index")

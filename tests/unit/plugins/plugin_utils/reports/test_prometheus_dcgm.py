@@ -92,3 +92,16 @@ def test_promql_joins_a_finding_with_dcgm_metrics_of_the_same_gpu(demo_prom, tmp
     ]}]
     result = run_rule_tests(tmp_path, tests)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_facts_without_gpus_or_a_hostname_label_by_bus_id_and_host_name():
+    inventory = gpu_inventory({"a": {"gpus": [None, {"index": 1, "pci_bus_id": "not a bus id"}]}, "b": None,
+                               "c": {"host": "not an object", "gpus": "not a list"}})
+    assert inventory == {"a": (None, {}), "c": (None, {})}
+    findings = {"a": [{"rule": "hardware.xid", "layer": "hardware", "severity": "critical", "host": "a",
+                       "gpu": "0000:3b:00.0", "summary": "Xid 79", "evidence": {}, "action": "Drain."}]}
+    report = build_report(RUN, {"a": {"status": "ok", "facts_file": None, "message": None}}, findings, [])
+    series = [s.labels for family in text_string_to_metric_families(render_prometheus(report, inventory))
+              if family.name == "gpufleet_finding" for s in family.samples]
+    assert series == [{"host": "a", "rule": "hardware.xid", "layer": "hardware", "severity": "critical", "gpu": "",
+                       "UUID": "", "pci_bus_id": "00000000:3B:00.0", "Hostname": "a", "modelName": ""}]
