@@ -172,6 +172,7 @@ SETTINGS = collections.OrderedDict([
     # what is audited and where the reports go
     ("gpufleet_audit_hosts", setting(text)),
     ("gpufleet_report_dir", setting(folder)),
+    ("gpufleet_textfile_dir", setting(folder)),
     ("gpufleet_fail_severity", setting(one_of(lambda: FAIL_SEVERITIES))),
     ("gpufleet_audit_fail_severity", setting(one_of(lambda: FAIL_SEVERITIES))),
     ("gpufleet_audit_compare_with", setting(text)),

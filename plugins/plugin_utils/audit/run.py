@@ -29,6 +29,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import finish_run
 from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (
     FACTS_FILE_KEY, FACTS_MODE, facts_file_names, file_mode, write_atomically)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.prometheus import gpu_inventory
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import write_reports
 
 TOOL_VERSION = VERSION
@@ -332,6 +333,6 @@ def _run_audit(results, host_policies, run_dir, report_root, started_at, fail_se
         report = build_and_record(store, ReportInputs(run, statuses, findings, causes), views, host_policies,
                                   run_dir=run_dir, extracts=extracts, reports_pending=True)
         write_atomically(os.path.join(run_dir, "hosts.txt"), "\n".join(lines) + "\n")
-        paths = write_reports(report, run_dir, report_root)
+        paths = write_reports(report, run_dir, report_root, gpu_inventory(views))
         finish_run(store, report)
     return report, paths, lines

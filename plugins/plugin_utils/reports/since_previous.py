@@ -8,10 +8,7 @@ function for its format here; a report without a "changes" section (no store) re
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import datetime
-
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.format import persisting_identities
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import parse_time
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_line
 
 MAX_TERMINAL_CHANGES = 5
@@ -74,25 +71,12 @@ def terminal_lines(report, limit=MAX_TERMINAL_CHANGES):
     return lines
 
 
-def age_seconds(first_seen, now):
-    moment = parse_time(first_seen)
-    if moment is None or now is None:
-        return None
-    return max(0.0, (now - moment).total_seconds())
-
-
-def report_time(report):
-    run = report.get("run") or {}
-    return parse_time(run.get("finished_at")) or parse_time(run.get("started_at")) or datetime.datetime.now(
-        datetime.timezone.utc)
-
-
 # ----------------------------------------------------------------- prometheus
 
 def prometheus_lines(report, family, sample):
     """Families for gpufleet.prom (family and sample are report_prometheus's builders): the store's state,
-    the counts of new, cleared and persisting findings (complete runs only, like the other fleet-wide
-    series) and the age of every open finding."""
+    and the counts of new, cleared and persisting findings (complete runs only, like the other fleet-wide
+    series). When each finding was first seen is prometheus.py's finding family."""
     if not has_changes(report):
         return []
     store = report.get("store") or {}
@@ -107,22 +91,6 @@ def prometheus_lines(report, family, sample):
                         "complete run of the same scope (changes in report.json).",
                         [sample("gpufleet_findings_changed", [("change", kind)], counts[kind])
                          for kind in ("new", "cleared", "persisting")])
-    now = report_time(report)
-    ages, age_of = {}, {}  # age_of: first_seen -> age; a run's findings share a few first_seen values
-    for finding in report["findings"]:
-        first_seen = finding.get("first_seen")
-        if first_seen not in age_of:
-            age_of[first_seen] = age_seconds(first_seen, now)
-        age = age_of[first_seen]
-        if age is None:
-            continue
-        key = (finding["host"], finding["rule"], finding["severity"], finding.get("gpu") or "")
-        ages[key] = max(age, ages.get(key, 0.0))
-    if ages:
-        lines += family("gpufleet_finding_open_seconds", "Seconds since each open finding was first seen "
-                        "(first_seen in report.json), by host, rule and GPU.",
-                        [sample("gpufleet_finding_open_seconds", list(zip(("host", "rule", "severity", "gpu"), key)), age)
-                         for key, age in ages.items()])
     return lines
 
 

@@ -7,6 +7,7 @@ the folder's latest link as the run's status says."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import functools
 import json
 import os
 
@@ -29,16 +30,23 @@ def render_json(report):
     return json_text(json.dumps(document, separators=(",", ":"), ensure_ascii=False, default=str)) + "\n"
 
 
-RENDERERS = (
-    ("report.json", render_json),
-    ("report.html", render_html),
-    ("junit.xml", render_junit),
-    ("gpufleet.prom", render_prometheus),
-)
+def renderers(inventory=None):
+    """(file name, render(report)) of the four report files; inventory: prometheus.gpu_inventory of the run's facts,
+    the GPU labels of gpufleet.prom."""
+    return (
+        ("report.json", render_json),
+        ("report.html", render_html),
+        ("junit.xml", render_junit),
+        ("gpufleet.prom", functools.partial(render_prometheus, inventory=inventory)),
+    )
 
 
-def write_reports(report, run_dir, report_root):
-    """Write report.json, report.html, junit.xml and gpufleet.prom into run_dir; return their paths.
+RENDERERS = renderers()
+
+
+def write_reports(report, run_dir, report_root, inventory=None):
+    """Write report.json, report.html, junit.xml and gpufleet.prom into run_dir; return their paths. inventory: the
+    GPUs of the run's facts (prometheus.gpu_inventory), for gpufleet.prom's GPU labels.
 
     After every file is in place, report_root/latest moves to run_dir when the run was complete,
     report_root/latest-partial when it was partial (unless it points at a run that started later); a failed run
@@ -46,7 +54,8 @@ def write_reports(report, run_dir, report_root):
     """
     os.makedirs(run_dir, exist_ok=True)
     os.makedirs(report_root, exist_ok=True)
-    paths = [write_atomically(os.path.join(run_dir, name), render(report)) for name, render in RENDERERS]
+    paths = [write_atomically(os.path.join(run_dir, name), render(report))
+             for name, render in renderers(inventory)]
     link_name = link_for_status(report["run"].get("status"))
     if link_name:
         point_latest(run_dir, report_root, link_name)

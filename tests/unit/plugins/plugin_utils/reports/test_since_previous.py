@@ -51,13 +51,23 @@ def test_html_shows_new_and_cleared_first(tmp_path):
     assert "1 findings persist from earlier runs, the oldest open since %s" % iso(FIRST) in page
 
 
-def test_prometheus_exports_age_and_counts(tmp_path):
+def test_prometheus_exports_first_seen_timestamps_and_counts(tmp_path):
     families = {family.name: family for family in text_string_to_metric_families(render_prometheus(two_runs(tmp_path)))}
     changed = {sample.labels["change"]: sample.value for sample in families["gpufleet_findings_changed"].samples}
     assert changed == {"new": 1.0, "cleared": 1.0, "persisting": 1.0}
-    ages = {(s.labels["host"], s.labels["rule"]): s.value for s in families["gpufleet_finding_open_seconds"].samples}
-    assert ages == {("node-1", "hardware.xid"): 86400.0, ("node-2", "driver.persistence_mode_off"): 0.0}
+    # the time the store first saw each open finding, not an age frozen at the run
+    first_seen = {(s.labels["host"], s.labels["rule"]): s.value
+                  for s in families["gpufleet_finding_first_seen_timestamp_seconds"].samples}
+    assert first_seen == {("node-1", "hardware.xid"): FIRST.timestamp(),
+                          ("node-2", "driver.persistence_mode_off"): SECOND.timestamp()}
+    assert "gpufleet_finding_open_seconds" not in families
     assert families["gpufleet_store_written"].samples[0].value == 1.0
+
+
+def test_prometheus_first_seen_without_a_store_is_the_runs_start():
+    report, _facts = make_run("r1", iso(FIRST), {"node-1": [xid("node-1")]})
+    families = {family.name: family for family in text_string_to_metric_families(render_prometheus(report))}
+    assert [s.value for s in families["gpufleet_finding_first_seen_timestamp_seconds"].samples] == [FIRST.timestamp()]
 
 
 def test_junit_and_terminal_say_what_changed(tmp_path):

@@ -297,7 +297,9 @@ def test_prometheus_host_metrics(demo_report):
     assert per_host[(("host", "infer-04"), ("layer", "workload"), ("severity", "warning"))] == 2.0
     assert not any(dict(labels)["host"] == "healthy-07" for labels in per_host)
     finding_series = samples(families["gpufleet_finding"])
-    assert finding_series[(("gpu", ""), ("host", "dgx-h100-02"), ("layer", "driver"),
+    # a host-wide finding: no GPU labels, the host's name as Hostname (no facts given)
+    assert finding_series[(("Hostname", "dgx-h100-02"), ("UUID", ""), ("gpu", ""), ("host", "dgx-h100-02"),
+                           ("layer", "driver"), ("modelName", ""), ("pci_bus_id", ""),
                            ("rule", "driver.kernel_userspace_mismatch"), ("severity", "critical"))] == 1.0
     assert len(finding_series) == 7
 
@@ -469,7 +471,8 @@ def test_latest_moves_only_after_a_complete_run(tmp_path, demo_report, monkeypat
     def broken(_report):
         raise RuntimeError("renderer failed")
 
-    monkeypatch.setattr(report_writer, "RENDERERS", report_writer.RENDERERS[:2] + (("junit.xml", broken),))
+    monkeypatch.setattr(report_writer, "renderers",
+                        lambda inventory=None: report_writer.RENDERERS[:2] + (("junit.xml", broken),))
     with pytest.raises(RuntimeError):
         write_reports(demo_report, str(root / "run2"), str(root))
     assert os.readlink(root / "latest") == "run1"
