@@ -4,6 +4,7 @@ The samples below are shaped like the rules' findings and are shared with test_r
 """
 
 import html
+import gzip
 import json
 import os
 import time
@@ -449,17 +450,31 @@ def test_html_escapes_host_strings(hostile_report):
 # writing
 
 
-def test_write_reports_writes_all_four_and_points_latest(tmp_path, demo_report):
+def test_write_reports_writes_all_five_and_points_latest(tmp_path, demo_report):
     root = tmp_path / "reports"
     run_dir = root / "20260301T120000Z"
     paths = write_reports(demo_report, str(run_dir), str(root))
-    assert [os.path.basename(p) for p in paths] == ["report.json", "report.html", "junit.xml", "gpufleet.prom"]
+    assert [os.path.basename(p) for p in paths] == [
+        "report.json", "report.html", "junit.xml", "gpufleet.prom", "findings.ndjson"]
     assert os.readlink(root / "latest") == "20260301T120000Z"
     with open(root / "latest" / "report.json", encoding="utf-8") as stream:
         assert json.load(stream)["summary"] == json.loads(json.dumps(demo_report["summary"]))
-    assert sorted(os.listdir(run_dir)) == ["gpufleet.prom", "junit.xml", "report.html", "report.json"]
+    assert sorted(os.listdir(run_dir)) == ["findings.ndjson", "gpufleet.prom", "junit.xml", "report.html", "report.json"]
     assert sorted(os.listdir(root)) == ["20260301T120000Z", "latest"]
     assert oct(os.stat(paths[0]).st_mode & 0o777) == "0o644"
+
+
+def test_compress_writes_report_json_gz_beside_report_json(tmp_path, demo_report):
+    root = tmp_path / "reports"
+    paths = write_reports(demo_report, str(root / "a"), str(root), compress=True)
+    assert os.path.basename(paths[-1]) == "report.json.gz"
+    plain = (root / "a" / "report.json").read_bytes()
+    packed = (root / "a" / "report.json.gz").read_bytes()
+    assert gzip.decompress(packed) == plain
+    assert len(packed) < len(plain) / 3, (len(packed), len(plain))
+    assert oct(os.stat(paths[-1]).st_mode & 0o777) == "0o644"
+    write_reports(demo_report, str(root / "b"), str(root), compress=True)
+    assert (root / "b" / "report.json.gz").read_bytes() == packed  # no time in the gzip header
 
 
 def test_latest_moves_only_after_a_complete_run(tmp_path, demo_report, monkeypatch):
