@@ -151,11 +151,14 @@ def hosts_with_status(host_entries, status):
     return [name for name, entry in host_entries.items() if entry["status"] == status]
 
 
+def fails_at(severity, fail_severity):
+    """Whether a finding of this severity fails the run under fail_severity (none: nothing fails); the exit
+    status, the summary's failed_threshold and junit.xml's failures all ask this."""
+    return fail_severity != NEVER_FAIL and severity_rank(severity) >= severity_rank(fail_severity)
+
+
 def threshold_reached(findings, fail_severity):
-    if fail_severity == NEVER_FAIL:
-        return False
-    threshold = severity_rank(fail_severity)
-    return any(severity_rank(finding["severity"]) >= threshold for finding in findings)
+    return any(fails_at(finding["severity"], fail_severity) for finding in findings)
 
 
 def build_summary(host_entries, findings, fail_severity):

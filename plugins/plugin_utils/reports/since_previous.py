@@ -140,13 +140,6 @@ def junit_properties(report):
             ("gpufleet.findings_persisting", str(counts["persisting"]))]
 
 
-def junit_finding_note(finding):
-    """' (open since <first_seen>, <n> runs)' for a finding's description, empty without a store."""
-    if not finding.get("first_seen"):
-        return ""
-    return " (open since %s, %d runs)" % (finding["first_seen"], finding.get("runs_open") or 1)
-
-
 # ----------------------------------------------------------------- html
 
 MAX_HTML_CHANGES = 200
