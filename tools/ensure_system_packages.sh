@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests need when they are missing: Chromium renders report.html in a test,
 # PostgreSQL serves the run store tests (tests/support/postgres.py), systemd-analyze checks the scheduling
-# units, ipmi_sim and ipmitool are the BMC test's IPMI endpoint and its client. A fresh machine or CI has none
-# of them; this is the only place that installs them.
+# units, ipmi_sim and ipmitool are the BMC test's IPMI endpoint and its client, jq runs the README's one-liners on
+# report.json. A fresh machine or CI has none of them; this is the only place that installs them.
 set -euo pipefail
 
 missing=()
@@ -12,6 +12,8 @@ compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql
 command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
 command -v ipmi_sim >/dev/null 2>&1 || missing+=(openipmi)
 command -v ipmitool >/dev/null 2>&1 || missing+=(ipmitool)
+# the README's jq one-liners run on a demo audit's report.json (tests/integration/test_report_jq.py)
+command -v jq >/dev/null 2>&1 || missing+=(jq)
 
 if ((${#missing[@]} == 0)); then
     exit 0
