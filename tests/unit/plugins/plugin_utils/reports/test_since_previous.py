@@ -13,6 +13,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.junit import
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.prometheus import render_prometheus
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.terminal import render_terminal
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import render_json
+from tests.support.report_inputs import embedded_data
 from tests.support.store_runs import host_wide, make_run, pcie, record, xid
 from tests.support.schema_check import ROOT
 
@@ -79,3 +80,30 @@ def test_reports_without_a_store_are_unchanged():
     assert "changes" not in render_html(report) or '<section id="changes">' not in render_html(report)
     assert "gpufleet_findings_changed" not in render_prometheus(report)
     assert "Changes" not in render_terminal(report)
+
+
+def test_html_state_column_says_new_or_open_since_not_the_collection_status(tmp_path):
+    report = two_runs(tmp_path)
+    data = json.loads(embedded_data(render_html(report)))
+    states = {(data["hosts"][row[0]][0], data["strings"][row[3]]): data["strings"][row[9]]
+              for row in data["rows"] if row[1] >= 0}
+    assert states == {("node-1", "hardware.xid"): "open since %s (2 runs)" % iso(FIRST),
+                      ("node-2", "driver.persistence_mode_off"): "new"}
+    page = render_html(report)
+    assert '<th data-column="state" scope="col">state</th>' in page
+    assert '<th data-column="status"' not in page
+
+
+def test_html_shows_the_stores_kind_never_its_path_or_credentials(tmp_path):
+    report = two_runs(tmp_path)
+    page = render_html(report)
+    assert report["store"]["url"].startswith("sqlite:///") and str(tmp_path) in report["store"]["url"]
+    assert str(tmp_path) not in page and "gpufleet.sqlite" not in page
+    assert "Store: run written to sqlite store" in page
+    postgres = dict(report, store=dict(report["store"], url="postgresql+psycopg://gpufleet:***@db.internal:5432/fleet",
+                                       status="failed", error="connection to postgresql+psycopg://gpufleet:***@"
+                                       "db.internal:5432/fleet refused"))
+    page = render_html(postgres)
+    assert "db.internal" not in page and "gpufleet:***" not in page and "5432" not in page
+    assert "Store: NOT WRITTEN (connection to postgresql store refused)" in page
+    assert "Store: run written to sqlite:///" in render_terminal(report)  # the terminal is the user's own

@@ -469,6 +469,20 @@ def test_html_table_data_holds_every_finding_and_host(demo_report):
     assert summaries == {f["summary"] for f in demo_report["findings"]}
 
 
+def test_html_counts_in_the_heading_the_summary_and_the_table_agree(demo_report):
+    page = render_html(demo_report)
+    data = json.loads(embedded_data(page))
+    finding_rows = [row for row in data["rows"] if row[1] >= 0]
+    host_rows = [row for row in data["rows"] if row[1] < 0]
+    assert data["counts"] == {"findings": len(finding_rows), "hosts": len(data["hosts"]),
+                              "hosts_without_findings": len(host_rows)} == {
+        "findings": 7, "hosts": 8, "hosts_without_findings": 3}
+    assert '<span class="count">(7 findings on 8 hosts)</span>' in page
+    assert '<tr><th>all layers</th>' in page and '<td class="num total">7</td></tr></tbody></table>' in page
+    assert "data.counts.findings" in page and "data.counts.hosts_without_findings" in page
+    assert '" in all)"' not in page  # the rows, findings and hosts without findings together, no longer
+
+
 def test_html_escapes_host_strings(hostile_report):
     page = render_html(hostile_report)
     raw = embedded_data(page)
