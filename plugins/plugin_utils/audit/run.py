@@ -29,6 +29,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import finish_run
 from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (
     FACTS_FILE_KEY, FACTS_MODE, facts_file_names, file_mode, write_atomically)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import fails_at
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import write_reports
 
 TOOL_VERSION = VERSION
@@ -179,8 +180,7 @@ def host_verdicts(report, accepted, not_converged=(), not_acted=()):
             verdicts[host] = {"verdict": VERDICT_NOT_AUDITED, "msg": "not audited: %s: %s" % (
                 entry["status"], entry.get("message") or "no result from the host")}
             continue
-        failing = [f for f in entry["findings"]
-                   if threshold != NO_FAILURE and severity_rank(f["severity"]) >= severity_rank(threshold)]
+        failing = [f for f in entry["findings"] if fails_at(f["severity"], threshold)]
         if failing:
             verdicts[host] = {"verdict": VERDICT_FAIL, "msg": "%d finding(s) at or above %s: %s" % (
                 len(failing), threshold, ", ".join(sorted({f["rule"] for f in failing})))}
