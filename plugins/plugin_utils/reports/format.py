@@ -41,10 +41,10 @@ def ndjson_records(report):
     """findings.ndjson's records: each finding whole, after the run's id and time (when the run finished,
     else when it started)."""
     run = report.get("run") or {}
-    stamp = {"run_id": run.get("id"), "time": run.get("finished_at") or run.get("started_at")}
+    stamp = dict(zip(NDJSON_RUN_KEYS, (run.get("id"), run.get("finished_at") or run.get("started_at"))))
     for finding in report["findings"]:
         record = dict(stamp)
-        record.update((key, value) for key, value in finding.items() if key not in stamp)
+        record.update((key, value) for key, value in finding.items() if key not in NDJSON_RUN_KEYS)
         yield record
 
 

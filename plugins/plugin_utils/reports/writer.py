@@ -61,13 +61,13 @@ def write_reports(report, run_dir, report_root, compress=False):
     """
     os.makedirs(run_dir, exist_ok=True)
     os.makedirs(report_root, exist_ok=True)
-    paths = []
+    paths, compressed = [], None
     for name, render in RENDERERS:
         text = render(report)
         paths.append(write_atomically(os.path.join(run_dir, name), text))
         if compress and name == "report.json":
             compressed = gzipped(text)
-    if compress:
+    if compressed is not None:
         paths.append(write_atomically(os.path.join(run_dir, COMPRESSED_REPORT), compressed))
     link_name = link_for_status(report["run"].get("status"))
     if link_name:
