@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests need when they are missing: Chromium renders report.html in a test,
 # PostgreSQL serves the run store tests (tests/support/postgres.py), systemd-analyze checks the scheduling
-# units, ipmi_sim and ipmitool are the BMC test's IPMI endpoint and its client, promtool checks and unit-tests the
-# alert rules (contrib/prometheus) and Prometheus with node_exporter scrape the demo's gpufleet.prom in the
-# dashboard test (tests/integration/test_monitoring.py; each started by the test on loopback, on free ports: the
-# services the packages would start are disabled). A fresh machine or CI has none of them; this is the only place
-# that installs them.
+# units, ipmi_sim and ipmitool are the BMC test's IPMI endpoint and its client, jq runs the README's one-liners on
+# report.json, promtool checks and unit-tests the alert rules (contrib/prometheus) and Prometheus with node_exporter
+# scrape the demo's gpufleet.prom in the dashboard test (tests/integration/test_monitoring.py; each started by the
+# test on loopback, on free ports: the services the packages would start are disabled). A fresh machine or CI has
+# none of them; this is the only place that installs them.
 set -euo pipefail
 
 missing=()
@@ -17,6 +17,8 @@ command -v ipmi_sim >/dev/null 2>&1 || missing+=(openipmi)
 command -v ipmitool >/dev/null 2>&1 || missing+=(ipmitool)
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 command -v prometheus-node-exporter >/dev/null 2>&1 || missing+=(prometheus-node-exporter)
+# the README's jq one-liners run on a demo audit's report.json (tests/integration/test_report_jq.py)
+command -v jq >/dev/null 2>&1 || missing+=(jq)
 
 if ((${#missing[@]} == 0)); then
     exit 0

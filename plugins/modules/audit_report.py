@@ -168,6 +168,12 @@ options:
         that ties the slices of one fleet run together (C(docs/awx.md)). The user's name and e-mail are left out.
     type: dict
     default: {}
+  compress_report:
+    description:
+      - Also write C(report.json.gz), C(report.json) gzip-compressed, beside C(report.json) (which stays). Playbooks
+        pass the variable C(gpufleet_report_compress); C(gpufleet audit --compress) sets it.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - gpufleet.core.attributes
   - gpufleet.core.run_folder
@@ -324,6 +330,7 @@ ARGUMENT_SPEC = dict(run_folder_spec(), **{
     "orchestration": {"type": "dict", "default": {}},
     "textfile_dir": {"type": "path"},
     "run_kind": {"type": "str", "default": "audit"},
+    "compress_report": {"type": "bool", "default": False},
 })
 
 

@@ -178,6 +178,7 @@ SETTINGS = collections.OrderedDict([
     ("gpufleet_audit_compare_with", setting(text)),
     ("gpufleet_audit_suffix", setting(folder)),
     ("gpufleet_store", setting(flag)),
+    ("gpufleet_report_compress", setting(flag)),
     ("gpufleet_store_url", setting(store_url, shown_url)),
     # the collection (gpu_facts' options)
     ("gpufleet_facts_source", setting(one_of(lambda: gpu_facts_choices("source")))),

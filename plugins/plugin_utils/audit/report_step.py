@@ -76,7 +76,8 @@ def report_step(result, args, results, groups=None, not_converged=(), not_acted=
         counts = {}
         report, paths, lines = run_audit(results, host_policies, run_dir, args["report_root"],
                                          args["started_at"], args["fail_severity"], scope, store,
-                                         orchestration(args["orchestration"]), counts)
+                                         orchestration(args["orchestration"]), counts,
+                                         compress=args["compress_report"])
     except (OSError, ValueError) as exc:
         raise AuditReportError("audit_report: %s" % exc)
 

@@ -53,6 +53,8 @@ def add_parser(subparsers):
     parser.add_argument("--textfile-dir", metavar="DIR",
                         help="node_exporter's textfile-collector directory (it must exist): a complete run of the "
                              "whole scope replaces gpufleet.prom there (gpufleet_textfile_dir; docs/monitoring.md)")
+    parser.add_argument("--compress", action="store_true",
+                        help="also write report.json.gz beside report.json (gpufleet_report_compress)")
     parser.add_argument("--progress", choices=["auto", "bar", "plain", "none"], default="auto",
                         help="progress display: auto (a bar on a terminal, plain lines otherwise), bar, plain, none")
     parser.add_argument("--keep-artifacts", type=int, default=RUNNER_KEEP, metavar="N",
@@ -75,10 +77,14 @@ def playbook_arguments(args, report_root, cwd):
     extra = []
     for value in args.extra_vars:
         extra += ["-e", absolute_extra_var(value, cwd)]
-    extra += ["-e", json.dumps({"gpufleet_report_dir": report_root})]
+    extra += ["-e", json.dumps(dict({"gpufleet_report_dir": report_root}, **compress_vars(args)))]
     if getattr(args, "textfile_dir", None):
         extra += ["-e", json.dumps({"gpufleet_textfile_dir": os.path.join(cwd, args.textfile_dir)})]
     return extra
+
+
+def compress_vars(args):
+    return {"gpufleet_report_compress": True} if getattr(args, "compress", False) else {}
 
 
 def runner_settings(args, checkout, report_root, cwd):

@@ -22,20 +22,32 @@ def change_counts(report):
     return (report.get("changes") or {}).get("counts") or {"new": 0, "persisting": 0, "cleared": 0}
 
 
-def store_line(report):
-    """One line about the store: where the run went, or why it did not."""
+def store_kind(url):
+    """The store's backend (sqlite, postgresql) from its URL: what a page shared beyond this controller shows,
+    never a path, a host or credentials."""
+    kind = str(url or "").split(":", 1)[0].split("+", 1)[0]
+    return "%s store" % (kind or "unknown")
+
+
+def store_line(report, where=None):
+    """One line about the store: where the run went, or why it did not. where(url): what the line shows of the
+    store's URL (default the URL, its password already left out); report.html shows only store_kind."""
     store = report.get("store")
     if not isinstance(store, dict):
         return None
+    url = store.get("url")
+    shown = where(url) if where else url
     if store.get("status") == "failed":
-        return safe_line("Store: NOT WRITTEN (%s) - the reports are complete; the exit status does not change"
-                         % store.get("error"))
+        error = str(store.get("error"))
+        if where and url:
+            error = error.replace(str(url), shown)
+        return safe_line("Store: NOT WRITTEN (%s) - the reports are complete; the exit status does not change" % error)
     if store.get("status") == "off":
         return "Store: off (gpufleet_store: false)"
     skipped = (store.get("retention") or {}).get("skipped")
     if skipped:
-        return safe_line("Store: run written to %s; retention NOT applied: %s" % (store.get("url"), skipped))
-    return safe_line("Store: run written to %s" % store.get("url"))
+        return safe_line("Store: run written to %s; retention NOT applied: %s" % (shown, skipped))
+    return safe_line("Store: run written to %s" % shown)
 
 
 def changes_line(report):
@@ -108,13 +120,6 @@ def junit_properties(report):
             ("gpufleet.findings_persisting", str(counts["persisting"]))]
 
 
-def junit_finding_note(finding):
-    """' (open since <first_seen>, <n> runs)' for a finding's description, empty without a store."""
-    if not finding.get("first_seen"):
-        return ""
-    return " (open since %s, %d runs)" % (finding["first_seen"], finding.get("runs_open") or 1)
-
-
 # ----------------------------------------------------------------- html
 
 MAX_HTML_CHANGES = 200
@@ -136,7 +141,7 @@ def html_section(report, esc):
         return ""
     changes = report["changes"]
     parts = ['<section id="changes"><h2>Changes since the previous run</h2>']
-    store = store_line(report)
+    store = store_line(report, where=store_kind)
     if store:
         parts.append("<p>%s</p>" % esc(store))
     parts.append("<p>%s</p>" % esc(changes_line(report)))

@@ -24,6 +24,7 @@ def lines(variables):
     ("gpufleet_fail_severity", "bogus", "must be one of critical, warning, info, none, got 'bogus'"),
     ("gpufleet_audit_fail_severity", "high", "must be one of critical, warning, info, none, got 'high'"),
     ("gpufleet_store", "maybe", "must be true or false, got 'maybe'"),
+    ("gpufleet_report_compress", "often", "must be true or false, got 'often'"),
     ("gpufleet_keep_facts", "sometimes", "must be true or false, got 'sometimes'"),
     ("gpufleet_facts_source", "dcgm", "must be one of auto, nvml, nvidia_smi, replay, got 'dcgm'"),
     ("gpufleet_kernel_log_source", "syslog", "must be one of auto, journalctl, dmesg, files, got 'syslog'"),

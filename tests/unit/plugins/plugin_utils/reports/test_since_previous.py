@@ -13,6 +13,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.junit import
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.prometheus import render_prometheus
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.terminal import render_terminal
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import render_json
+from tests.support.report_inputs import embedded_data
 from tests.support.store_runs import host_wide, make_run, pcie, record, xid
 from tests.support.schema_check import ROOT
 
@@ -36,7 +37,7 @@ def test_report_json_with_changes_matches_the_schema(tmp_path):
     report = json.loads(render_json(two_runs(tmp_path)))
     with open(os.path.join(ROOT, "docs", "schema", "report.schema.json"), encoding="utf-8") as stream:
         jsonschema.validate(report, json.load(stream))
-    assert report["report_version"] == "1.4"
+    assert report["report_version"] == "2.0"
     assert report["changes"]["persisting"] == [f["identity"] for f in report["findings"] if f["runs_open"] == 2]
 
 
@@ -77,7 +78,7 @@ def test_junit_and_terminal_say_what_changed(tmp_path):
     assert (properties["gpufleet.findings_new"], properties["gpufleet.findings_cleared"],
             properties["gpufleet.findings_persisting"], properties["gpufleet.changes_against"]) == ("1", "1", "1", "r1")
     failure = list(tree.iter("failure"))[0]
-    assert "(open since %s, 2 runs)" % iso(FIRST) in failure.text
+    assert "open since" not in failure.text and "runs" not in failure.text  # stable from run to run
     text = render_terminal(report)
     assert "Changes since r1: 1 new, 1 cleared, 1 persisting" in text
     assert "  new: [warning] driver.persistence_mode_off node-2" in text
@@ -89,3 +90,30 @@ def test_reports_without_a_store_are_unchanged():
     assert "changes" not in render_html(report) or '<section id="changes">' not in render_html(report)
     assert "gpufleet_findings_changed" not in render_prometheus(report)
     assert "Changes" not in render_terminal(report)
+
+
+def test_html_state_column_says_new_or_open_since_not_the_collection_status(tmp_path):
+    report = two_runs(tmp_path)
+    data = json.loads(embedded_data(render_html(report)))
+    states = {(data["hosts"][row[0]][0], data["strings"][row[3]]): data["strings"][row[9]]
+              for row in data["rows"] if row[1] >= 0}
+    assert states == {("node-1", "hardware.xid"): "open since %s (2 runs)" % iso(FIRST),
+                      ("node-2", "driver.persistence_mode_off"): "new"}
+    page = render_html(report)
+    assert '<th data-column="state" scope="col">state</th>' in page
+    assert '<th data-column="status"' not in page
+
+
+def test_html_shows_the_stores_kind_never_its_path_or_credentials(tmp_path):
+    report = two_runs(tmp_path)
+    page = render_html(report)
+    assert report["store"]["url"].startswith("sqlite:///") and str(tmp_path) in report["store"]["url"]
+    assert str(tmp_path) not in page and "gpufleet.sqlite" not in page
+    assert "Store: run written to sqlite store" in page
+    postgres = dict(report, store=dict(report["store"], url="postgresql+psycopg://gpufleet:***@db.internal:5432/fleet",
+                                       status="failed", error="connection to postgresql+psycopg://gpufleet:***@"
+                                       "db.internal:5432/fleet refused"))
+    page = render_html(postgres)
+    assert "db.internal" not in page and "gpufleet:***" not in page and "5432" not in page
+    assert "Store: NOT WRITTEN (connection to postgresql store refused)" in page
+    assert "Store: run written to sqlite:///" in render_terminal(report)  # the terminal is the user's own
