@@ -22,7 +22,8 @@ __metaclass__ = type
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import add_error, normalize_pci_bus_id
 from ansible_collections.gpufleet.core.plugins.module_utils.fabric_parsers import (
     PEERMEM_MODULES, kernel_release_at_least, loaded_modules, new_hca, new_port, parse_ethtool_stats,
-    parse_ibstat, parse_ibv_devinfo, parse_lspci_acs, parse_topology, phys_state, port_state, sysfs_rate)
+    parse_ibdev2netdev, parse_ibstat, parse_ibv_devinfo, parse_lspci_acs, parse_perfquery, parse_topology, phys_state,
+    port_state, sysfs_rate)
 
 SYSFS_IB = "/sys/class/infiniband"
 # a host has a few HCAs with one or two ports each; an HCA's counters are a few dozen files per folder
@@ -30,6 +31,7 @@ MAX_HCAS = 64
 MAX_PORTS = 4
 MAX_COUNTERS = 256
 MAX_ETHTOOL_PORTS = 32
+MAX_PERFQUERY_PORTS = 16
 PROC_MODULES = "/proc/modules"
 DRIVER_VERSION = "/proc/driver/nvidia/version"
 OSRELEASE = "/proc/sys/kernel/osrelease"
@@ -63,8 +65,41 @@ def read_hcas(host, facts, timeout):
     for program, args, parse in (("ibstat", [], parse_ibstat), ("ibv_devinfo", ["-v"], parse_ibv_devinfo)):
         hcas = _hcas_from_command(host, facts, program, args, parse, timeout)
         if hcas is not None:
-            return hcas[:MAX_HCAS], program
+            hcas = hcas[:MAX_HCAS]
+            add_netdevs(host, hcas, timeout)
+            add_perfquery_counters(host, facts, hcas, timeout)
+            return hcas, program
     return None, None
+
+
+def add_netdevs(host, hcas, timeout):
+    """Without sysfs, the ports' netdevs from `ibdev2netdev` (where it is installed, or captured)."""
+    program = host.find_bin("ibdev2netdev")
+    result = host.run([program], timeout) if program else None
+    if result is None or result.rc != 0:
+        return
+    netdevs = parse_ibdev2netdev(result.stdout)
+    for hca in hcas:
+        for port in hca["ports"]:
+            port["netdev"] = port["netdev"] or (netdevs.get((hca["name"], port["port"])) or {}).get("netdev")
+
+
+def add_perfquery_counters(host, facts, hcas, timeout):
+    """Without sysfs, an InfiniBand port's counters from `perfquery -x -C <hca> -P <port>` (where installed or
+    captured): the same counters under sysfs's names."""
+    ports = [(hca["name"], port) for hca in hcas for port in hca["ports"]
+             if port["link_layer"] != "Ethernet"][:MAX_PERFQUERY_PORTS]
+    program = host.find_bin("perfquery") if ports else None
+    if not program:
+        return
+    for name, port in ports:
+        argv = [program, "-x", "-C", name, "-P", str(port["port"])]
+        result = host.run(argv, timeout)
+        if result.rc == 0:
+            port["counters"] = parse_perfquery(result.stdout)
+        else:
+            add_error(facts, None, "perfquery -x -C %s -P %d" % (name, port["port"]), result.describe_failure(),
+                      result.rc)
 
 
 def _hcas_from_command(host, facts, program, args, parse, timeout):

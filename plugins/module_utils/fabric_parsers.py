@@ -257,6 +257,54 @@ def _settle_devinfo_rate(port):
             port["rate_gbps"] = round(lane * width, 1)
 
 
+# --- ibdev2netdev, perfquery ---------------------------------------------------------------------
+
+_IBDEV2NETDEV = re.compile(r"^(?P<hca>\S+)\s+port\s+(?P<port>\d+)\s+==>\s+(?P<netdev>\S+)\s+\((?P<link>\w+)\)")
+
+
+def parse_ibdev2netdev(text):
+    """{(hca, port): {netdev, up}} of `ibdev2netdev` ("mlx5_0 port 1 ==> ibp26s0 (Down)"; column -t spacing and a
+    comment after it are read too)."""
+    found = {}
+    for line in (text or "").splitlines():
+        match = _IBDEV2NETDEV.match(line.strip())
+        if match:
+            found[(match.group("hca"), int(match.group("port")))] = {
+                "netdev": match.group("netdev"), "up": match.group("link").lower() == "up"}
+    return found
+
+
+# perfquery's names of the PortCounters / PortCountersExtended fields, as sysfs names the same counters
+PERFQUERY_NAMES = {
+    "SymbolErrorCounter": "symbol_error", "LinkErrorRecoveryCounter": "link_error_recovery",
+    "LinkDownedCounter": "link_downed", "PortRcvErrors": "port_rcv_errors",
+    "PortRcvRemotePhysicalErrors": "port_rcv_remote_physical_errors",
+    "PortRcvSwitchRelayErrors": "port_rcv_switch_relay_errors", "PortXmitDiscards": "port_xmit_discards",
+    "PortXmitConstraintErrors": "port_xmit_constraint_errors", "PortRcvConstraintErrors": "port_rcv_constraint_errors",
+    "LocalLinkIntegrityErrors": "local_link_integrity_errors",
+    "ExcessiveBufferOverrunErrors": "excessive_buffer_overrun_errors", "VL15Dropped": "VL15_dropped",
+    "PortXmitWait": "port_xmit_wait", "PortXmitData": "port_xmit_data", "PortRcvData": "port_rcv_data",
+    "PortXmitPkts": "port_xmit_packets", "PortRcvPkts": "port_rcv_packets",
+    "PortUnicastXmitPkts": "unicast_xmit_packets", "PortUnicastRcvPkts": "unicast_rcv_packets",
+    "PortMulticastXmitPkts": "multicast_xmit_packets", "PortMulticastRcvPkts": "multicast_rcv_packets",
+}
+_PERFQUERY_FIELD = re.compile(r"^(?P<name>[A-Za-z0-9]+):\.*(?P<value>\S+)\s*$")
+
+
+def parse_perfquery(text):
+    """{sysfs counter name: int} of `perfquery` / `perfquery -x` ("SymbolErrorCounter:..........0"); the selector
+    fields (PortSelect, CounterSelect) and names without a sysfs twin are left out. perfquery of rdma-core before
+    PR #695 printed an extended counter the port does not support as 0: a zero there is not proof of a clean link."""
+    counters = {}
+    for line in (text or "").splitlines():
+        match = _PERFQUERY_FIELD.match(line.strip())
+        name = PERFQUERY_NAMES.get(match.group("name")) if match else None
+        value = _int(match.group("value")) if name else None
+        if value is not None:
+            counters[name] = value
+    return counters
+
+
 # --- ethtool -S -----------------------------------------------------------------------------------
 
 def parse_ethtool_stats(text, limit=4096):

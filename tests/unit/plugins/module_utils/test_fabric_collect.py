@@ -152,3 +152,18 @@ def test_a_sosreport_style_capture_with_ibstat_and_no_sysfs(tmp_path):
     # the proprietary kernel module: no dma-buf; nvidia_peermem loaded
     assert (fabric["gpudirect"]["peermem_loaded"], fabric["gpudirect"]["dmabuf_supported"]) == (True, False)
     assert fabric["topology"]["nic_names"]["NIC3"] == "mlx5_3"
+
+
+def test_without_sysfs_ibdev2netdev_names_the_netdevs_and_perfquery_gives_the_counters(tmp_path, monkeypatch):
+    monkeypatch.setattr(fabric_collect, "SYSFS_IB", str(tmp_path / "absent"))
+    perfquery = sample("perfquery-x_own_mlx5_3-port1-symbol-errors.txt")
+    answers = {"ibstat": sample("ibstat_own_cx7-ndr-active-and-2x-degraded_cx6dx-roce-down-polling_tabs.txt"),
+               "ibdev2netdev": sample("ibdev2netdev_own_cx7-up-and-roce-down.txt"),
+               "perfquery -x -C mlx5_3 -P 1": perfquery}
+    facts = {"errors": []}
+    fabric = fabric_collect.collect_fabric(commands_host(answers, bins=("ibstat", "ibdev2netdev", "perfquery")), facts, 5)
+    by_hca = ports(fabric)
+    assert [by_hca[name]["netdev"] for name in ("mlx5_0", "mlx5_3", "mlx5_8")] == ["ibp26s0", "ibp94s0", "enp31s0f0np0"]
+    assert by_hca["mlx5_3"]["counters"]["symbol_error"] == 1432 and by_hca["mlx5_8"]["counters"] == {}
+    # mlx5_0's perfquery is not there: an error naming it; the Ethernet port is not asked
+    assert [error["call"] for error in facts["errors"]] == ["perfquery -x -C mlx5_0 -P 1"]

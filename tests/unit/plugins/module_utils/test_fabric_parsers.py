@@ -162,3 +162,17 @@ def test_loaded_modules_of_proc_modules_and_lsmod():
                                                ("4.18.0-513.el8.x86_64", False), ("6.8.0", True), ("", None)])
 def test_kernel_release_for_dma_buf(release, expected):
     assert parsers.kernel_release_at_least(release, 5, 12) is expected
+
+
+def test_own_ibdev2netdev_sample():
+    assert parsers.parse_ibdev2netdev(sample("ibdev2netdev_own_cx7-up-and-roce-down.txt")) == {
+        ("mlx5_0", 1): {"netdev": "ibp26s0", "up": True}, ("mlx5_3", 1): {"netdev": "ibp94s0", "up": True},
+        ("mlx5_8", 1): {"netdev": "enp31s0f0np0", "up": False}}
+
+
+def test_own_perfquery_sample_under_sysfs_names():
+    counters = parsers.parse_perfquery(sample("perfquery-x_own_mlx5_3-port1-symbol-errors.txt"))
+    assert (counters["symbol_error"], counters["link_error_recovery"], counters["link_downed"],
+            counters["port_rcv_errors"], counters["port_xmit_wait"]) == (1432, 3, 2, 87, 1289654)
+    assert counters["port_rcv_data"] == 115231874932483 and counters["unicast_xmit_packets"] == 157517336024
+    assert "PortSelect" not in counters and "port_select" not in counters and len(counters) == 21
