@@ -98,8 +98,7 @@ def add_perfquery_counters(host, facts, hcas, timeout):
         if result.rc == 0:
             port["counters"] = parse_perfquery(result.stdout)
         else:
-            add_error(facts, None, "perfquery -x -C %s -P %d" % (name, port["port"]), result.describe_failure(),
-                      result.rc)
+            command_failed(facts, "perfquery -x -C %s -P %d" % (name, port["port"]), result)
 
 
 def _hcas_from_command(host, facts, program, args, parse, timeout):
@@ -111,9 +110,16 @@ def _hcas_from_command(host, facts, program, args, parse, timeout):
     for problem in problems:
         add_error(facts, None, " ".join([program] + args), problem, result.rc)
     if result.rc != 0 and not problems:
-        add_error(facts, None, " ".join([program] + args), result.describe_failure(), result.rc)
+        command_failed(facts, " ".join([program] + args), result)
     # ibstat stops at a vanished device (ibpanic) with what it printed until then: those HCAs are kept
     return hcas if hcas or result.rc == 0 else None
+
+
+def command_failed(facts, call, result):
+    """An error entry for a command that ran and failed; one that is not there (a capture without it) is only
+    absent in the facts' inputs."""
+    if not result.missing:
+        add_error(facts, None, call, result.describe_failure(), result.rc)
 
 
 def _read_value(host, path):
@@ -212,7 +218,7 @@ def read_ethtool(host, facts, hcas, timeout):
         if result.rc == 0:
             port["ethtool"] = parse_ethtool_stats(result.stdout)
         else:
-            add_error(facts, None, "ethtool -S %s" % port["netdev"], result.describe_failure(), result.rc)
+            command_failed(facts, "ethtool -S %s" % port["netdev"], result)
 
 
 # --- GPUDirect ------------------------------------------------------------------------------------
@@ -253,7 +259,7 @@ def read_acs(host, facts, timeout):
         return None
     result = host.run([lspci] + LSPCI_ARGS, timeout)
     if result.rc != 0:
-        add_error(facts, None, "lspci -nnvv", result.describe_failure(), result.rc)
+        command_failed(facts, "lspci -nnvv", result)
         return None
     bridges, denied = parse_lspci_acs(result.stdout, normalize_pci_bus_id)
     if denied and not bridges:
@@ -271,7 +277,7 @@ def read_topology(host, facts, timeout):
         return None
     result = host.run([nvidia_smi] + TOPO_ARGS, timeout)
     if result.rc != 0:
-        add_error(facts, None, "nvidia-smi topo -m", result.describe_failure(), result.rc)
+        command_failed(facts, "nvidia-smi topo -m", result)
         return None
     topology, problems = parse_topology(result.stdout)
     for problem in problems:

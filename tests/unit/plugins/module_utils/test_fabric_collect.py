@@ -36,6 +36,8 @@ def tree_from_grep_dump(text, root):
 def commands_host(answers, bins=("ethtool", "lspci", "nvidia-smi")):
     def run(argv, _timeout):
         key = " ".join([os.path.basename(argv[0])] + list(argv[1:]))
+        if isinstance(answers.get(key), CommandResult):
+            return answers[key]
         if key in answers:
             return CommandResult(0, answers[key], "")
         return CommandResult(None, "", "no such command", missing=True)
@@ -159,11 +161,28 @@ def test_without_sysfs_ibdev2netdev_names_the_netdevs_and_perfquery_gives_the_co
     perfquery = sample("perfquery-x_own_mlx5_3-port1-symbol-errors.txt")
     answers = {"ibstat": sample("ibstat_own_cx7-ndr-active-and-2x-degraded_cx6dx-roce-down-polling_tabs.txt"),
                "ibdev2netdev": sample("ibdev2netdev_own_cx7-up-and-roce-down.txt"),
-               "perfquery -x -C mlx5_3 -P 1": perfquery}
+               "perfquery -x -C mlx5_3 -P 1": perfquery,
+               "perfquery -x -C mlx5_0 -P 1": CommandResult(255, "", "ibpanic: [5] main: can't resolve self port 1")}
     facts = {"errors": []}
     fabric = fabric_collect.collect_fabric(commands_host(answers, bins=("ibstat", "ibdev2netdev", "perfquery")), facts, 5)
     by_hca = ports(fabric)
     assert [by_hca[name]["netdev"] for name in ("mlx5_0", "mlx5_3", "mlx5_8")] == ["ibp26s0", "ibp94s0", "enp31s0f0np0"]
     assert by_hca["mlx5_3"]["counters"]["symbol_error"] == 1432 and by_hca["mlx5_8"]["counters"] == {}
-    # mlx5_0's perfquery is not there: an error naming it; the Ethernet port is not asked
+    # mlx5_0's perfquery failed: an error naming it; mlx5_0's counters stay empty; the Ethernet port is not asked
     assert [error["call"] for error in facts["errors"]] == ["perfquery -x -C mlx5_0 -P 1"]
+
+
+def test_a_capture_without_the_fabric_commands_has_no_errors_only_absent_inputs(tmp_path):
+    root = str(tmp_path)
+    # a capture that holds nvidia-smi -q -x (so nvidia-smi "is there") but not its topo -m
+    write_file(root, "sos_commands/nvidia/nvidia-smi_-q_-x", "<nvidia_smi_log></nvidia_smi_log>\n")
+    write_file(root, "sys/class/infiniband/mlx5_0/ports/1/link_layer", "Ethernet\n")
+    write_file(root, "sys/class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/0", "enp31s0f0np0\n")
+    write_file(root, "sos_commands/ethtool/ethtool_-i_enp31s0f0np0", "driver: mlx5_core\n")
+    write_file(root, "sos_commands/date/date", "Mon Nov 30 06:00:00 UTC 2026\n")
+    facts, _recorded = collector.Collection(capture=open_capture(root), gather_subset=["fabric"]).run()
+    assert facts["errors"] == []
+    assert facts["fabric"]["topology"] is None and ports(facts["fabric"])["mlx5_0"]["ethtool"] is None
+    (step,) = [entry for entry in facts["inputs"] if entry["input"] == "fabric"]
+    assert {"source": "nvidia-smi topo -m", "status": "absent"} in step["sources"]
+    assert {"source": "ethtool -S enp31s0f0np0", "status": "absent"} in step["sources"]
