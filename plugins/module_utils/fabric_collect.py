@@ -19,11 +19,12 @@ entry in errors.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import re
+
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import add_error, normalize_pci_bus_id
-from ansible_collections.gpufleet.core.plugins.module_utils.fabric_parsers import (
-    PEERMEM_MODULES, kernel_release_at_least, loaded_modules, new_hca, new_port, parse_ethtool_stats,
-    parse_ibdev2netdev, parse_ibstat, parse_ibv_devinfo, parse_lspci_acs, parse_perfquery, parse_topology, phys_state,
-    port_state, sysfs_rate)
+
+# The parsers (fabric_parsers) are imported where the host gave fabric text to parse: every module run compiles the
+# collection's module_utils again (AnsiballZ ships sources), and most hosts have no HCA, no RDMA tools, no topology.
 
 SYSFS_IB = "/sys/class/infiniband"
 # a host has a few HCAs with one or two ports each; an HCA's counters are a few dozen files per folder
@@ -38,6 +39,7 @@ OSRELEASE = "/proc/sys/kernel/osrelease"
 # dma-buf GPUDirect RDMA: the NVIDIA open kernel modules and a kernel of 5.12 or later
 DMABUF_KERNEL = (5, 12)
 OPEN_MODULE_MARK = "Open Kernel Module"
+PEERMEM_MODULES = ("nvidia_peermem", "nv_peer_mem")
 LSPCI_ARGS = ["-nnvv"]
 TOPO_ARGS = ["topo", "-m"]
 
@@ -62,8 +64,8 @@ def read_hcas(host, facts, timeout):
     names = host.listdir(SYSFS_IB)
     if names is not None:
         return [read_sysfs_hca(host, name) for name in names[:MAX_HCAS]], "sysfs"
-    for program, args, parse in (("ibstat", [], parse_ibstat), ("ibv_devinfo", ["-v"], parse_ibv_devinfo)):
-        hcas = _hcas_from_command(host, facts, program, args, parse, timeout)
+    for program, args, parser in (("ibstat", [], "parse_ibstat"), ("ibv_devinfo", ["-v"], "parse_ibv_devinfo")):
+        hcas = _hcas_from_command(host, facts, program, args, parser, timeout)
         if hcas is not None:
             hcas = hcas[:MAX_HCAS]
             add_netdevs(host, hcas, timeout)
@@ -78,7 +80,7 @@ def add_netdevs(host, hcas, timeout):
     result = host.run([program], timeout) if program else None
     if result is None or result.rc != 0:
         return
-    netdevs = parse_ibdev2netdev(result.stdout)
+    netdevs = _parsers().parse_ibdev2netdev(result.stdout)
     for hca in hcas:
         for port in hca["ports"]:
             port["netdev"] = port["netdev"] or (netdevs.get((hca["name"], port["port"])) or {}).get("netdev")
@@ -96,17 +98,17 @@ def add_perfquery_counters(host, facts, hcas, timeout):
         argv = [program, "-x", "-C", name, "-P", str(port["port"])]
         result = host.run(argv, timeout)
         if result.rc == 0:
-            port["counters"] = parse_perfquery(result.stdout)
+            port["counters"] = _parsers().parse_perfquery(result.stdout)
         else:
             command_failed(facts, "perfquery -x -C %s -P %d" % (name, port["port"]), result)
 
 
-def _hcas_from_command(host, facts, program, args, parse, timeout):
+def _hcas_from_command(host, facts, program, args, parser, timeout):
     path = host.find_bin(program)
     if not path:
         return None
     result = host.run([path] + args, timeout)
-    hcas, problems = parse(result.stdout)
+    hcas, problems = getattr(_parsers(), parser)(result.stdout)
     for problem in problems:
         add_error(facts, None, " ".join([program] + args), problem, result.rc)
     if result.rc != 0 and not problems:
@@ -132,7 +134,7 @@ def _read_value(host, path):
 
 def read_sysfs_hca(host, name):
     folder = "%s/%s" % (SYSFS_IB, name)
-    hca = new_hca(name)
+    hca = _parsers().new_hca(name)
     for field in ("hca_type", "board_id", "fw_ver"):
         hca[field] = _read_value(host, "%s/%s" % (folder, field))
     hca["node_guid"] = _read_value(host, folder + "/node_guid")
@@ -159,10 +161,11 @@ def _port_number(entry):
 
 def read_sysfs_port(host, folder, number, netdevs, port_count):
     base = "%s/ports/%d" % (folder, number)
-    port = new_port(number)
-    port.update(port_state(_read_value(host, base + "/state")))
-    port.update(phys_state(_read_value(host, base + "/phys_state")))
-    port.update(sysfs_rate(_read_value(host, base + "/rate")))
+    parsers = _parsers()
+    port = parsers.new_port(number)
+    port.update(parsers.port_state(_read_value(host, base + "/state")))
+    port.update(parsers.phys_state(_read_value(host, base + "/phys_state")))
+    port.update(parsers.sysfs_rate(_read_value(host, base + "/rate")))
     port["link_layer"] = _read_value(host, base + "/link_layer")
     port["netdev"] = port_netdev(host, folder, port, netdevs, port_count)
     port["counters"] = read_counter_folder(host, base + "/counters")
@@ -216,7 +219,7 @@ def read_ethtool(host, facts, hcas, timeout):
     for port in ports:
         result = host.run([ethtool, "-S", port["netdev"]], timeout)
         if result.rc == 0:
-            port["ethtool"] = parse_ethtool_stats(result.stdout)
+            port["ethtool"] = _parsers().parse_ethtool_stats(result.stdout)
         else:
             command_failed(facts, "ethtool -S %s" % port["netdev"], result)
 
@@ -261,7 +264,7 @@ def read_acs(host, facts, timeout):
     if result.rc != 0:
         command_failed(facts, "lspci -nnvv", result)
         return None
-    bridges, denied = parse_lspci_acs(result.stdout, normalize_pci_bus_id)
+    bridges, denied = _parsers().parse_lspci_acs(result.stdout, normalize_pci_bus_id)
     if denied and not bridges:
         add_error(facts, None, "lspci -nnvv", "the PCI bridges' ACS control needs root to read (lspci printed "
                   "<access denied>)")
@@ -279,7 +282,30 @@ def read_topology(host, facts, timeout):
     if result.rc != 0:
         command_failed(facts, "nvidia-smi topo -m", result)
         return None
-    topology, problems = parse_topology(result.stdout)
+    topology, problems = _parsers().parse_topology(result.stdout)
     for problem in problems:
         add_error(facts, None, "nvidia-smi topo -m", problem)
     return topology
+
+
+def loaded_modules(text):
+    """The module names of /proc/modules (or of `lsmod`, whose header is skipped)."""
+    names = set()
+    for line in (text or "").splitlines():
+        words = line.split()
+        if words and words[0] != "Module":
+            names.add(words[0])
+    return names
+
+
+def kernel_release_at_least(release, major, minor):
+    match = re.match(r"^(\d+)\.(\d+)", (release or "").strip())
+    if not match:
+        return None
+    return (int(match.group(1)), int(match.group(2))) >= (major, minor)
+
+
+def _parsers():
+    # here, not at the top: only a host that gave fabric text compiles the parsers (the note at the top)
+    from ansible_collections.gpufleet.core.plugins.module_utils import fabric_parsers
+    return fabric_parsers

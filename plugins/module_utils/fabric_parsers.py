@@ -415,25 +415,3 @@ def parse_lspci_acs(text, normalize_bdf):
             bridge.update(acs_ctl=flags, redirect_enabled="ReqRedir+" in flags or "CmpltRedir+" in flags)
             bridges.append(bridge)
     return bridges, denied
-
-
-# --- /proc/modules, /proc/driver/nvidia/version ---------------------------------------------------
-
-PEERMEM_MODULES = ("nvidia_peermem", "nv_peer_mem")
-
-
-def loaded_modules(text):
-    """The module names of /proc/modules (or of `lsmod`, whose header is skipped)."""
-    names = set()
-    for line in (text or "").splitlines():
-        words = line.split()
-        if words and words[0] != "Module":
-            names.add(words[0])
-    return names
-
-
-def kernel_release_at_least(release, major, minor):
-    match = re.match(r"^(\d+)\.(\d+)", (release or "").strip())
-    if not match:
-        return None
-    return (int(match.group(1)), int(match.group(2))) >= (major, minor)

@@ -3,6 +3,7 @@ recorded fixture, a captured host (docs/offline.md) and a host without any of it
 
 import json
 import os
+import sys
 
 import pynvml
 
@@ -186,3 +187,16 @@ def test_a_capture_without_the_fabric_commands_has_no_errors_only_absent_inputs(
     (step,) = [entry for entry in facts["inputs"] if entry["input"] == "fabric"]
     assert {"source": "nvidia-smi topo -m", "status": "absent"} in step["sources"]
     assert {"source": "ethtool -S enp31s0f0np0", "status": "absent"} in step["sources"]
+
+
+def test_a_host_without_fabric_text_never_loads_the_parsers(monkeypatch):
+    # AnsiballZ compiles every module the collection imports, on every host and run
+    parsers = "ansible_collections.gpufleet.core.plugins.module_utils.fabric_parsers"
+    monkeypatch.delitem(sys.modules, parsers, raising=False)
+    host = ReplayHost({"now": 1764482400, "files": {"/proc/modules": "nvidia 1 0 - Live 0x0\n"}, "dirs": {},
+                       "bins": {"nvidia-smi": "/usr/bin/nvidia-smi"},
+                       "commands": {"nvidia-smi topo -m": {"rc": 2, "stdout": "", "stderr": "fake: only -q -x"}}})
+    facts = {"errors": []}
+    fabric = fabric_collect.collect_fabric(host, facts, 5)
+    assert fabric["gpudirect"]["peermem_loaded"] is False and fabric["topology"] is None
+    assert parsers not in sys.modules

@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from ansible_collections.gpufleet.core.plugins.module_utils import fabric_collect
 from ansible_collections.gpufleet.core.plugins.module_utils import fabric_parsers as parsers
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import normalize_pci_bus_id
 
@@ -154,14 +155,14 @@ def test_lspci_without_root_reads_no_acs():
 
 
 def test_loaded_modules_of_proc_modules_and_lsmod():
-    assert "nvidia_peermem" in parsers.loaded_modules("nvidia_peermem 16384 0 - Live 0x0\nnvidia 1 2 - Live 0x0\n")
-    assert parsers.loaded_modules("Module                  Size  Used by\nnv_peer_mem 16384 0\n") == {"nv_peer_mem"}
+    assert "nvidia_peermem" in fabric_collect.loaded_modules("nvidia_peermem 16384 0 - Live 0x0\nnvidia 1 2 - Live 0x0\n")
+    assert fabric_collect.loaded_modules("Module                  Size  Used by\nnv_peer_mem 16384 0\n") == {"nv_peer_mem"}
 
 
 @pytest.mark.parametrize("release, expected", [("5.15.0-119-generic", True), ("5.12.0", True), ("5.4.0-42", False),
                                                ("4.18.0-513.el8.x86_64", False), ("6.8.0", True), ("", None)])
 def test_kernel_release_for_dma_buf(release, expected):
-    assert parsers.kernel_release_at_least(release, 5, 12) is expected
+    assert fabric_collect.kernel_release_at_least(release, 5, 12) is expected
 
 
 def test_own_ibdev2netdev_sample():
