@@ -390,7 +390,7 @@ ansible_facts:
           contains:
             input:
               description: 'The step (gather subset). One of: driver, host, kernel_log, driver_clients, workload,
-                host_pressure, bmc, kubernetes.'
+                host_pressure, bmc, kubernetes, fabric.'
               returned: success
               type: str
             status:
