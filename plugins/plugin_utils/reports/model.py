@@ -7,7 +7,8 @@ The shape is a public contract, documented in docs/schema/report.schema.json. Wi
 REPORT_VERSION keys are only added; consumers ignore keys they do not know. 2.0 (docs/report-format.md): on disk
 (report_format.disk_document) each finding is whole in the top-level findings and a host entry leaves out its
 findings; 1.2 to 1.4 wrote shared values once (positions, per-rule defaults, shared texts by position), and
-report_format.expanded reads every version back into this shape. 1.4: a host's inputs (reports/coverage.py).
+report_format.expanded reads every version back into this shape. 1.4: a host's inputs (reports/coverage.py). 2.0 also: a host's service state (reports/service.py,
+quarantine/service_state.py).
 """
 
 from __future__ import absolute_import, division, print_function
