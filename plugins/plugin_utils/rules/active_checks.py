@@ -21,6 +21,7 @@ import statistics
 from ansible_collections.gpufleet.core.plugins.module_utils import journal_scan
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import declare_rule, gpu_label, rule
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.knowledge_tables import _read_data
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.identity import gpu_key
 
 CHECK_NAMES = ("dcgm_diag", "nvbandwidth", "nccl_all_reduce", "stress")
 NOT_A_VERDICT = ("error", "timeout", "refused")
@@ -440,6 +441,50 @@ def below_peers(hosts, policies, default=None):
                 "Compare this GPU's link with its peers': lspci -vv (speed, width), nvidia-smi nvlink -s, the NUMA "
                 "placement of the test; reseat or replace what differs and validate again."))
     return found
+
+
+# ---------------------------------------------------------------- bandwidth against the host's own history
+
+SINKING = declare_rule(
+    "hardware.validation_bandwidth_sinking", "hardware", "warning",
+    "A GPU's nvbandwidth figure fell at each of its last validation.sinking_runs validations and ends below "
+    "validation.sinking_fraction of the first: a link that degrades, before it fails")
+
+
+def gpu_figures(facts):
+    """{(gpu key, test case): (gpu, GB/s)} of a host's validation."""
+    gpus = gpus_by_index(facts)
+    found = {}
+    for case in testcases(validation_of(facts)):
+        for index, measured in per_gpu_figures(case):
+            gpu = gpus.get(index) or {"index": _int(index)}
+            found[(gpu_key(gpu) or "index %s" % index, case["name"])] = (gpu, measured)
+    return found
+
+
+def bandwidth_sinking(host, facts, earlier, policy):
+    """Findings of GPUs whose figure sank run after run. earlier: [(run id, facts)] of the host's earlier runs,
+    newest first (those without a validation are passed over)."""
+    limits = thresholds(policy)
+    runs = limits["sinking_runs"]
+    history = [(run, gpu_figures(old)) for run, old in earlier if validation_of(old)][:runs - 1][::-1]
+    if len(history) < runs - 1:
+        return []
+    findings = []
+    for key, (gpu, measured) in sorted(gpu_figures(facts).items()):
+        series = [figures[key][1] for _run, figures in history if key in figures] + [measured]
+        if len(series) < runs or not all(later < before for before, later in zip(series, series[1:])):
+            continue
+        if measured >= series[0] * limits["sinking_fraction"]:
+            continue
+        findings.append(SINKING.finding(
+            host, gpu, "%s: nvbandwidth %s sank at each of the last %d validations, %.2f -> %.2f GB/s (%d%%)" % (
+                gpu_label(gpu), key[1], runs, series[0], measured, round(100 * measured / series[0])),
+            {"check": "nvbandwidth", "testcase": key[1], "series_gbs": series, "runs": [run for run, _f in history],
+             "before": series[0], "after": measured, "sinking_fraction": limits["sinking_fraction"]},
+            "Plan a maintenance before it fails: check the link (lspci -vv, nvidia-smi nvlink -e), its replays and "
+            "the GPU's temperature during the test; reseat and validate again."))
+    return findings
 
 
 # ---------------------------------------------------------------- the host's summary (report.json, the store)

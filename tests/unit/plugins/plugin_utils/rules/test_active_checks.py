@@ -186,3 +186,26 @@ def test_the_expected_figures_name_their_sources():
     data = active_checks.expectations()
     assert set(data["sources"]) == {"pcie_lane", "pcie_efficiency", "nvlink", "nvlink_efficiency"}
     assert "PCI-SIG" in data["sources"]["pcie_lane"] and "assumption" in data["sources"]["nvlink_efficiency"]
+
+
+def validated_at(h2d):
+    return validated(set_bandwidth(healthy_validation(), "host_to_device_memcpy_ce", 5, h2d))
+
+
+def test_a_figure_that_sinks_run_after_run_is_a_warning_before_it_fails():
+    earlier = [("run-3", validated_at(50.0)), ("run-2", healthy_node()), ("run-1", validated_at(53.0))]
+    [finding] = active_checks.bandwidth_sinking("gpu-node", validated_at(45.0), earlier, policy())
+    assert (finding["rule"], finding["severity"]) == ("hardware.validation_bandwidth_sinking", "warning")
+    assert finding["gpu"] == healthy_node()["gpus"][5]["pci_bus_id"]
+    assert finding["evidence"]["series_gbs"] == [53.0, 50.0, 45.0] and finding["evidence"]["runs"] == ["run-1", "run-3"]
+    # 45 is above the expected figure's threshold: only its history tells
+    assert not [f for f in findings_of(validated_at(45.0)) if f["rule"] == "hardware.validation_bandwidth_low"]
+
+
+def test_a_figure_that_wobbles_or_fell_little_or_has_too_few_runs_is_not_sinking():
+    now = validated_at(45.0)
+    assert active_checks.bandwidth_sinking("h", now, [("r2", validated_at(44.0)), ("r1", validated_at(53.0))],
+                                           policy()) == []
+    assert active_checks.bandwidth_sinking("h", validated_at(51.0), [("r2", validated_at(52.0)),
+                                                                      ("r1", validated_at(53.0))], policy()) == []
+    assert active_checks.bandwidth_sinking("h", now, [("r1", validated_at(53.0))], policy()) == []
