@@ -18,7 +18,7 @@ DIFF_MODULES = ("gpu_mode", "mig_layout")
 FACTS_MODULES = ("gpu_facts", "run_folder")
 # the modules that run on the managed host (or, bmc_facts, wherever it is delegated)
 PLATFORMS = {"bmc_facts": "posix", "gpu_evidence": "linux", "gpu_facts": "linux", "gpu_mode": "linux",
-             "loadstep": "linux", "mig_layout": "linux"}
+             "gpu_validate": "linux", "loadstep": "linux", "mig_layout": "linux"}
 
 
 def module_source(name):
