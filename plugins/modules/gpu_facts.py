@@ -316,7 +316,7 @@ ansible_facts:
         NCCL failures by cause) and details (what those messages say in numbers); kubernetes.device_health (the
         device plugin''s log: devices marked unhealthy, pods rejected at admission); inputs (what the collection
         read, found absent or could not read, per gather subset) and capture (the captured host read instead of
-        the live one).'
+        the live one). 1.6 added validation (active diagnostics, from gpufleet.core.gpu_validate).'
       returned: always
       type: dict
       contains:
@@ -3458,6 +3458,366 @@ ansible_facts:
                         a container''s log after its restart count).'
                       returned: success
                       type: int
+        validation:
+          description: Active diagnostics (DCGM diag, nvbandwidth, nccl-tests, stress) as gpufleet.core.gpu_validate
+            returns them; gpu_facts does not collect it. Absent unless the checks ran. Added in 1.6.
+          returned: always
+          type: dict
+          contains:
+            format:
+              description: 'Version of this family''s shape. One of: 1.'
+              returned: success
+              type: int
+            started_at:
+              description: When gpu_validate started, UTC ISO 8601.
+              returned: success
+              type: str
+            finished_at:
+              description: When it finished, UTC ISO 8601.
+              returned: success
+              type: str
+            refused:
+              description: null, or why no check ran (every requested check then has status refused).
+              returned: always
+              type: dict
+              contains:
+                reason:
+                  description: 'Why nothing ran: GPU compute processes run, their list is unknown, or the GPUs could
+                    not be read.'
+                  returned: success
+                  type: str
+                how_to_proceed:
+                  description: 'What to do: drain or quarantine the node, wait for the processes to end, run again.'
+                  returned: success
+                  type: str
+                gpu_processes:
+                  description: The compute processes found.
+                  returned: always
+                  type: list
+                  elements: dict
+                  contains:
+                    pid:
+                      description: Process id.
+                      returned: success
+                      type: int
+                    name:
+                      description: Process name.
+                      returned: success
+                      type: str
+                    gpu:
+                      description: GPU index.
+                      returned: success
+                      type: int
+            mig_enabled:
+              description: 'A GPU is in MIG mode: nvbandwidth, nccl_all_reduce and stress are skipped with the reason;
+                dcgm_diag runs.'
+              returned: success
+              type: bool
+            gpus:
+              description: The GPUs gpu_validate saw, to attribute results per GPU.
+              returned: always
+              type: list
+              elements: dict
+              contains:
+                index:
+                  description: GPU index.
+                  returned: success
+                  type: int
+                uuid:
+                  description: GPU UUID.
+                  returned: success
+                  type: str
+                name:
+                  description: Product name.
+                  returned: success
+                  type: str
+                pci_bus_id:
+                  description: PCI bus id (0000:0f:00.0).
+                  returned: success
+                  type: str
+            checks:
+              description: Each requested check's result.
+              returned: always
+              type: dict
+              contains:
+                dcgm_diag:
+                  description: dcgmi diag -r LEVEL -j (DCGM 3.x or 4.x JSON; the text table when the output is not
+                    JSON).
+                  returned: always
+                  type: dict
+                  contains:
+                    status:
+                      description: 'passed; failed: the tool ran and reported a fault; error: the tool or its harness
+                        could not do its job (not a GPU verdict); skipped: not found or not applicable (reason says
+                        which; also every check in check mode); timeout: killed at its bound; refused: the node
+                        was busy, nothing ran. One of: passed, failed, skipped, error, timeout, refused.'
+                      returned: success
+                      type: str
+                    reason:
+                      description: Why the status, in words; empty when passed.
+                      returned: success
+                      type: str
+                    command:
+                      description: The argv run (or that would run in check mode); empty when nothing ran.
+                      returned: always
+                      type: list
+                      elements: str
+                    duration_s:
+                      description: Seconds the command ran; 0 when it did not run.
+                      returned: success
+                      type: float
+                    tool_version:
+                      description: The tool's version as it printed it (DCGM 3.3.8, nvbandwidth v0.7, nccl-tests
+                        2.13.10); null when it did not say.
+                      returned: success
+                      type: str
+                    output_tail:
+                      description: The last 4 KiB of what the command printed (stdout, then stderr).
+                      returned: success
+                      type: str
+                    level:
+                      description: 'The dcgmi diag -r level (1-4). One of: 1, 2, 3, 4.'
+                      returned: success
+                      type: int
+                    tests:
+                      description: The tests DCGM reported, in its order.
+                      returned: always
+                      type: list
+                      elements: dict
+                      contains:
+                        name:
+                          description: 'The test as DCGM names it: 3.x ''GPU Memory'', ''PCIe'', ''Targeted Stress'';
+                            4.x ''memory'', ''pcie'', ''software''.'
+                          returned: success
+                          type: str
+                        category:
+                          description: Deployment, Integration, Hardware, Stress (DCGM's sections); null when the
+                            output did not say.
+                          returned: success
+                          type: str
+                        status:
+                          description: 'The test''s result as DCGM reported it (an unknown word counts as warn,
+                            never as pass). One of: pass, fail, warn, skip.'
+                          returned: success
+                          type: str
+                        gpus:
+                          description: 'Per GPU index (as a string): its result and messages. A 3.x ''Pass - All''
+                            gives every GPU the metadata lists.'
+                          returned: always
+                          type: dict
+                        messages:
+                          description: Warnings and info that name no GPU (e.g. 'There was an internal error during
+                            the test').
+                          returned: always
+                          type: list
+                          elements: str
+                nvbandwidth:
+                  description: nvbandwidth -t TESTCASES.
+                  returned: always
+                  type: dict
+                  contains:
+                    status:
+                      description: 'passed; failed: the tool ran and reported a fault; error: the tool or its harness
+                        could not do its job (not a GPU verdict); skipped: not found or not applicable (reason says
+                        which; also every check in check mode); timeout: killed at its bound; refused: the node
+                        was busy, nothing ran. One of: passed, failed, skipped, error, timeout, refused.'
+                      returned: success
+                      type: str
+                    reason:
+                      description: Why the status, in words; empty when passed.
+                      returned: success
+                      type: str
+                    command:
+                      description: The argv run (or that would run in check mode); empty when nothing ran.
+                      returned: always
+                      type: list
+                      elements: str
+                    duration_s:
+                      description: Seconds the command ran; 0 when it did not run.
+                      returned: success
+                      type: float
+                    tool_version:
+                      description: The tool's version as it printed it (DCGM 3.3.8, nvbandwidth v0.7, nccl-tests
+                        2.13.10); null when it did not say.
+                      returned: success
+                      type: str
+                    output_tail:
+                      description: The last 4 KiB of what the command printed (stdout, then stderr).
+                      returned: success
+                      type: str
+                    testcases:
+                      description: The test cases nvbandwidth ran, in its order.
+                      returned: always
+                      type: list
+                      elements: dict
+                      contains:
+                        name:
+                          description: The nvbandwidth test case, e.g. host_to_device_memcpy_ce.
+                          returned: success
+                          type: str
+                        unit:
+                          description: The matrix's unit, GB/s.
+                          returned: success
+                          type: str
+                        per_gpu:
+                          description: 'GB/s per GPU index: the GPU''s value of a 1xN host<->device row (or Nx1
+                            column); for an NxN device-to-device matrix the mean of the GPU''s off-diagonal row.'
+                          returned: always
+                          type: dict
+                        matrix:
+                          description: The matrix as printed, rows then columns; N/A cells null (the diagonal of
+                            a device-to-device matrix is no pair, not a failed one).
+                          returned: always
+                          type: list
+                          elements: list
+                        sum:
+                          description: The 'SUM <test case> <value>' line; null when not printed.
+                          returned: success
+                          type: float
+                        error:
+                          description: 'The first failure line of the test case (''Invalid value when checking the
+                            pattern ...'', an ASSERT, a CUDA error, an abort), ''no bandwidth matrix was printed'',
+                            or ''waived: ...'' (a test case that does not apply, such as device-to-device on one
+                            GPU); null when it printed its matrix.'
+                          returned: success
+                          type: str
+                nccl_all_reduce:
+                  description: all_reduce_perf -b MIN -e MAX -f 2 -g GPUS (nccl-tests).
+                  returned: always
+                  type: dict
+                  contains:
+                    status:
+                      description: 'passed; failed: the tool ran and reported a fault; error: the tool or its harness
+                        could not do its job (not a GPU verdict); skipped: not found or not applicable (reason says
+                        which; also every check in check mode); timeout: killed at its bound; refused: the node
+                        was busy, nothing ran. One of: passed, failed, skipped, error, timeout, refused.'
+                      returned: success
+                      type: str
+                    reason:
+                      description: Why the status, in words; empty when passed.
+                      returned: success
+                      type: str
+                    command:
+                      description: The argv run (or that would run in check mode); empty when nothing ran.
+                      returned: always
+                      type: list
+                      elements: str
+                    duration_s:
+                      description: Seconds the command ran; 0 when it did not run.
+                      returned: success
+                      type: float
+                    tool_version:
+                      description: The tool's version as it printed it (DCGM 3.3.8, nvbandwidth v0.7, nccl-tests
+                        2.13.10); null when it did not say.
+                      returned: success
+                      type: str
+                    output_tail:
+                      description: The last 4 KiB of what the command printed (stdout, then stderr).
+                      returned: success
+                      type: str
+                    gpus:
+                      description: GPUs in the run (its device lines, else nThread x nGpus, else the -g given).
+                      returned: success
+                      type: int
+                    rows:
+                      description: The result rows, smallest size first.
+                      returned: always
+                      type: list
+                      elements: dict
+                      contains:
+                        size_bytes:
+                          description: Message size, bytes.
+                          returned: success
+                          type: int
+                        count:
+                          description: Elements.
+                          returned: success
+                          type: int
+                        type:
+                          description: Data type (float, bfloat16, ...).
+                          returned: success
+                          type: str
+                        redop:
+                          description: Reduction (sum; none for all_gather); null in the old 11-column layout.
+                          returned: success
+                          type: str
+                        time_us:
+                          description: Out-of-place time, microseconds.
+                          returned: success
+                          type: float
+                        algbw_gbs:
+                          description: Out-of-place algorithm bandwidth, GB/s.
+                          returned: success
+                          type: float
+                        busbw_gbs:
+                          description: Out-of-place bus bandwidth, GB/s.
+                          returned: success
+                          type: float
+                        wrong:
+                          description: '#wrong of the out-of-place run; null when validation was off (N/A) or the
+                            old layout printed a non-zero max error.'
+                          returned: success
+                          type: int
+                    peak_busbw_gbs:
+                      description: Highest out-of-place bus bandwidth, GB/s; null without rows.
+                      returned: success
+                      type: float
+                    avg_busbw_gbs:
+                      description: '''# Avg bus bandwidth'', GB/s; null when not printed.'
+                      returned: success
+                      type: float
+                    error_text:
+                      description: The first failure line, e.g. "Test CUDA failure common.cu:941 'system not yet
+                        initialized'" or "Test NCCL failure ..."; null when none.
+                      returned: success
+                      type: str
+                stress:
+                  description: dcgmi diag -r targeted_stress or gpu_burn SECONDS; gpu-burn's exit status is not
+                    trusted.
+                  returned: always
+                  type: dict
+                  contains:
+                    status:
+                      description: 'passed; failed: the tool ran and reported a fault; error: the tool or its harness
+                        could not do its job (not a GPU verdict); skipped: not found or not applicable (reason says
+                        which; also every check in check mode); timeout: killed at its bound; refused: the node
+                        was busy, nothing ran. One of: passed, failed, skipped, error, timeout, refused.'
+                      returned: success
+                      type: str
+                    reason:
+                      description: Why the status, in words; empty when passed.
+                      returned: success
+                      type: str
+                    command:
+                      description: The argv run (or that would run in check mode); empty when nothing ran.
+                      returned: always
+                      type: list
+                      elements: str
+                    duration_s:
+                      description: Seconds the command ran; 0 when it did not run.
+                      returned: success
+                      type: float
+                    tool_version:
+                      description: The tool's version as it printed it (DCGM 3.3.8, nvbandwidth v0.7, nccl-tests
+                        2.13.10); null when it did not say.
+                      returned: success
+                      type: str
+                    output_tail:
+                      description: The last 4 KiB of what the command printed (stdout, then stderr).
+                      returned: success
+                      type: str
+                    tool:
+                      description: 'The stress tool. One of: dcgm_targeted_stress, gpu_burn.'
+                      returned: success
+                      type: str
+                    seconds:
+                      description: How long it was asked to load the GPUs.
+                      returned: success
+                      type: int
+                    per_gpu:
+                      description: Per GPU index.
+                      returned: always
+                      type: dict
 """
 # END GENERATED RETURN
 

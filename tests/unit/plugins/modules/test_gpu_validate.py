@@ -4,12 +4,16 @@ import json
 import os
 import time
 
+import jsonschema
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpufleet.core.plugins.modules import gpu_validate
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.facts_validation import facts_problems
+from tests.support.demo_fleet import demo_audit
 from tests.support.diag_sim import diag_sim_on_path
 from tests.support.mig_sim import SIM_STATE
+from tests.support.schema_check import FACTS_SCHEMA
 
 H100 = "NVIDIA H100 80GB HBM3"
 A100 = "NVIDIA A100-SXM4-80GB"
@@ -33,6 +37,13 @@ def run_module(capsys, **args):
         with pytest.raises(SystemExit):
             gpu_validate.main()
     return json.loads(capsys.readouterr().out)
+
+
+def assert_valid_validation(validation):
+    """The module's result against the facts family validation of docs/schema/gpu_facts.schema.json."""
+    schema = {"$defs": FACTS_SCHEMA["$defs"], "$ref": "#/$defs/validation"}
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(validation))
+    assert not errors, "\n".join("%s: %s" % ("/".join(map(str, e.absolute_path)), e.message) for e in errors[:10])
 
 
 def with_diagnostics(state, **injected):
@@ -73,6 +84,7 @@ def test_a_healthy_node_passes_every_check_in_the_agreed_shape(capsys, sim):
     assert stress["per_gpu"] == {"0": {"result": "ok", "errors": 0}, "1": {"result": "ok", "errors": 0}}
     for command in result["commands"]:
         assert not SETTING_FLAGS & set(command), command
+    assert_valid_validation(validation)
 
 
 def test_gpu_processes_refuse_every_check_before_anything_runs(capsys, sim, tmp_path):
@@ -90,6 +102,7 @@ def test_gpu_processes_refuse_every_check_before_anything_runs(capsys, sim, tmp_
     assert {name: check["status"] for name, check in validation["checks"].items()} == {
         "dcgm_diag": "refused", "nvbandwidth": "refused"}
     assert refused["commands"] == [] and not marker.exists()
+    assert_valid_validation(validation)
     allowed = run_module(capsys, checks=["dcgm_diag", "nvbandwidth"], allow_busy=True)
     assert allowed["validation"]["refused"] is None and marker.exists()
     assert allowed["validation"]["checks"]["dcgm_diag"]["status"] == "passed"
@@ -102,6 +115,7 @@ def test_a_node_whose_gpus_cannot_be_read_is_refused(capsys, sim):
     refused = result["validation"]["refused"]
     assert "could not be read" in refused["reason"] and "Driver/library version mismatch" in refused["reason"]
     assert result["validation"]["gpus"] == [] and result["validation"]["checks"]["dcgm_diag"]["status"] == "refused"
+    assert_valid_validation(result["validation"])
 
 
 def test_under_mig_only_dcgm_diag_runs(capsys, sim):
@@ -115,6 +129,7 @@ def test_under_mig_only_dcgm_diag_runs(capsys, sim):
         assert check["status"] == "skipped" and "GPU 0, 1 in MIG mode" in check["reason"], name
         assert check["command"] == []
     assert [command[1] for command in result["commands"]] == ["diag"]
+    assert_valid_validation(validation)
 
 
 def test_check_mode_runs_nothing_and_says_what_would_run(capsys, sim, tmp_path):
@@ -138,6 +153,7 @@ def test_a_hanging_tool_is_killed_at_its_bound(capsys, sim):
     assert check["status"] == "timeout" and "killed after 1 s" in check["reason"] and "timeouts.nvbandwidth" in check["reason"]
     assert 0.9 <= check["duration_s"] < 10 and "nvbandwidth Version: v0.7" in check["output_tail"]
     assert result["validation"]["checks"]["nccl_all_reduce"]["status"] == "passed"
+    assert_valid_validation(result["validation"])
 
 
 def test_tools_not_found_are_skipped_with_the_reason(capsys, tmp_path, monkeypatch):
@@ -152,6 +168,7 @@ def test_tools_not_found_are_skipped_with_the_reason(capsys, tmp_path, monkeypat
     assert "nvbandwidth was given at %s" % (tmp_path / "no" / "nvbandwidth") in checks["nvbandwidth"]["reason"]
     assert "all_reduce_perf was not found" in checks["nccl_all_reduce"]["reason"]
     assert "gpu_burn or gpu-burn was not found" in checks["stress"]["reason"]
+    assert_valid_validation(result["validation"])
 
 
 def test_injected_faults_fail_their_checks_and_name_the_gpu(capsys, sim):
@@ -174,6 +191,7 @@ def test_injected_faults_fail_their_checks_and_name_the_gpu(capsys, sim):
     stress = checks["stress"]
     assert stress["status"] == "failed" and stress["reason"] == "stress test: GPU 0 faulty"
     assert stress["per_gpu"]["0"] == {"result": "faulty", "errors": 12288}
+    assert_valid_validation(result["validation"])
 
 
 def test_dcgm_targeted_stress_reads_per_gpu_results(capsys, sim):
@@ -208,3 +226,13 @@ def test_output_tail_keeps_the_last_4_kib(capsys, sim, tmp_path):
     assert len(check["output_tail"].encode("utf-8")) == 4096
     assert check["output_tail"].rstrip().endswith("CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected")
     assert os.path.basename(check["command"][0]) == "nvbandwidth"
+
+
+def test_facts_carrying_the_validation_family_pass_the_controllers_facts_check(capsys, sim):
+    sim.write(with_diagnostics(SIM_STATE.state_for(H100, 2), memory_fail_gpus=[0], nccl_error="NCCL failure x"))
+    validation = run_module(capsys, checks=ALL_CHECKS, dcgm_level=2, stress_tool="gpu_burn")["validation"]
+    facts = dict(demo_audit()[0]["gpu-h100-nvlink-12"], validation=validation)
+    assert facts_problems(facts) == []
+    broken = dict(facts, validation=dict(validation, checks={"dcgm_diag": dict(validation["checks"]["dcgm_diag"],
+                                                                                 status="fine")}))
+    assert any("status" in problem for problem in facts_problems(broken))
