@@ -17,7 +17,7 @@ description:
     (C(slurm), C(kubernetes); any other asks nothing), C(output) (the stdout of C(scontrol show node --oneliner
     NODE) or C(kubectl get node NODE --output=json), null when the scheduler could not be asked) and C(node).
   - V(refused) - the C(validation) result of a node refused before any check ran. Keys C(reason), C(checks) (the
-    requested checks) and C(now) (UTC time).
+    requested checks), C(now) (UTC time) and C(dcgm_level).
 options:
   _input:
     description: The inputs of the step.
@@ -57,7 +57,7 @@ def validation_gate(data, step):
         if step == "scheduler":
             return scheduler_refusal(data["method"], data.get("output"), data["node"])
         if step == "refused":
-            return refused_validation(data["reason"], data.get("checks"), data["now"])
+            return refused_validation(data["reason"], data.get("checks"), data["now"], data.get("dcgm_level") or 1)
     except KeyError as error:
         raise AnsibleFilterError("validation_gate(%s): missing input %s" % (step, error))
     raise AnsibleFilterError("validation_gate: step must be scheduler or refused, got %r" % (step,))

@@ -9,6 +9,7 @@ busy node, so that the audit reports it (driver.validation_not_run) instead of p
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpufleet.core.plugins.module_utils.active_checks import check_result
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rollout.drain import kubernetes_node, slurm_node
 
 HOW_TO_PROCEED = ("Drain the node first (Slurm: scontrol update nodename=NODE state=drain reason=...; Kubernetes: "
@@ -39,10 +40,10 @@ def scheduler_refusal(method, output, node):
     return ""
 
 
-def refused_validation(reason, checks, now, how_to_proceed=HOW_TO_PROCEED):
-    """The `validation` result of a node refused before any check ran: every requested check "refused"."""
-    result = {"status": "refused", "reason": reason, "command": [], "duration_s": 0.0, "tool_version": None,
-              "output_tail": ""}
+def refused_validation(reason, checks, now, dcgm_level=1, how_to_proceed=HOW_TO_PROCEED):
+    """The `validation` result (as gpu_validate gives it) of a node refused before any check ran: every requested
+    check "refused"."""
+    params = {"dcgm_level": dcgm_level, "stress_tool": "dcgm_targeted_stress", "stress_seconds": 0}
     return {"format": 1, "started_at": now, "finished_at": now, "mig_enabled": False, "gpus": [],
             "refused": {"reason": reason, "how_to_proceed": how_to_proceed, "gpu_processes": []},
-            "checks": dict((name, dict(result)) for name in checks or ())}
+            "checks": dict((name, check_result(name, params, "refused", reason)) for name in checks or ())}

@@ -6,14 +6,12 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import active_
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import diagnose_fleet
 from tests.support.rule_builders import findings_of as checked_findings_of, healthy_node, policy
 from tests.support.validation_builders import (
-    H2D_HEALTHY, check, fail_memory, fail_nccl, healthy_validation, set_bandwidth, with_validation)
+    H2D_HEALTHY, bare, check, fail_memory, fail_nccl, healthy_validation, set_bandwidth, with_validation)
 
 
 def findings_of(facts, the_policy=None):
-    """The host's findings, its facts checked against the schema without the validation family (diag-host's)."""
-    checked_findings_of(dict((key, value) for key, value in facts.items() if key != "validation"))
-    return checked_findings_of.__globals__["diagnose_host"]("gpu-node", facts, the_policy or policy(),
-                                                            checked_findings_of.__globals__["KNOWLEDGE"])
+    """The host's findings, its facts (validation included) checked against the facts schema."""
+    return checked_findings_of(facts, the_policy=the_policy)
 
 
 def validated(validation=None):
@@ -62,7 +60,7 @@ def test_cuda_not_initialised_is_the_driver_layer_not_eight_memory_faults():
 
 def test_every_check_skipped_is_nothing_tested():
     validation = healthy_validation()
-    validation["checks"] = {name: check("skipped", "%s not found" % name) for name in ("dcgm_diag", "nvbandwidth")}
+    validation["checks"] = {name: bare(name, "skipped", "%s not found" % name) for name in ("dcgm_diag", "nvbandwidth")}
     [finding] = validation_findings(validated(validation))
     assert finding["rule"] == "driver.validation_not_run" and finding["severity"] == "warning"
     assert finding["summary"].startswith("Nothing was tested: every check was skipped (dcgm_diag: dcgm_diag not found")
@@ -81,7 +79,7 @@ def test_a_refused_node_is_not_a_pass_and_says_how_to_proceed():
     validation = healthy_validation()
     validation["refused"] = {"reason": "2 GPU processes are running", "how_to_proceed": "drain the node first",
                              "gpu_processes": [{"pid": 4242, "name": "python3", "gpu": 0}]}
-    validation["checks"] = {name: check("refused", "the node is busy") for name in ("dcgm_diag", "nvbandwidth")}
+    validation["checks"] = {name: bare(name, "refused", "the node is busy") for name in ("dcgm_diag", "nvbandwidth")}
     [finding] = validation_findings(validated(validation))
     assert finding["rule"] == "driver.validation_not_run"
     assert finding["action"] == "drain the node first"
@@ -90,7 +88,7 @@ def test_a_refused_node_is_not_a_pass_and_says_how_to_proceed():
 
 def test_a_timed_out_check_gives_no_verdict():
     validation = healthy_validation()
-    validation["checks"]["nvbandwidth"] = check("timeout", "killed after 300 s")
+    validation["checks"]["nvbandwidth"] = bare("nvbandwidth", "timeout", "killed after 300 s")
     [finding] = validation_findings(validated(validation))
     assert finding["rule"] == "driver.validation_harness_error"
     assert finding["evidence"]["failures"] == [{"check": "nvbandwidth", "what": "timeout: killed after 300 s"}]
