@@ -18,16 +18,20 @@ description:
     NODE) or C(kubectl get node NODE --output=json), null when the scheduler could not be asked) and C(node).
   - V(refused) - the C(validation) result of a node refused before any check ran. Keys C(reason), C(checks) (the
     requested checks), C(now) (UTC time) and C(dcgm_level).
+  - V(verdict) - why the host fails the active checks of a verification step (C(validation.verify_after)), an empty
+    list when it passes: every requested check passed and the active-check rules find nothing at warning or above.
+    Keys C(host), C(validation) (gpu_validate's result, null when it gave none), C(msg) (gpu_validate's message),
+    C(facts) (the host's gpu_facts) and C(policy) (its effective policy).
 options:
   _input:
     description: The inputs of the step.
     type: dict
     required: true
   step:
-    description: V(scheduler) or V(refused).
+    description: V(scheduler), V(refused) or V(verdict).
     type: str
     required: true
-    choices: [scheduler, refused]
+    choices: [scheduler, refused, verdict]
 """
 
 EXAMPLES = r"""
@@ -40,14 +44,15 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: V(scheduler) - the reason to refuse the node, or an empty string; V(refused) - the validation result.
+  description: V(scheduler) - the reason to refuse the node, or an empty string; V(refused) - the validation result;
+    V(verdict) - the problems, a list of strings.
   type: raw
 """
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rollout.validation_gate import (
-    refused_validation, scheduler_refusal)
+    refused_validation, scheduler_refusal, verification_problems)
 
 
 def validation_gate(data, step):
@@ -58,9 +63,12 @@ def validation_gate(data, step):
             return scheduler_refusal(data["method"], data.get("output"), data["node"])
         if step == "refused":
             return refused_validation(data["reason"], data.get("checks"), data["now"], data.get("dcgm_level") or 1)
+        if step == "verdict":
+            return verification_problems(data["host"], data.get("validation"), data.get("facts"), data["policy"],
+                                         data.get("msg") or "")
     except KeyError as error:
         raise AnsibleFilterError("validation_gate(%s): missing input %s" % (step, error))
-    raise AnsibleFilterError("validation_gate: step must be scheduler or refused, got %r" % (step,))
+    raise AnsibleFilterError("validation_gate: step must be scheduler, refused or verdict, got %r" % (step,))
 
 
 class FilterModule:

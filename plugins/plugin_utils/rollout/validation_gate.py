@@ -11,6 +11,9 @@ __metaclass__ = type
 
 from ansible_collections.gpufleet.core.plugins.module_utils.active_checks import check_result
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rollout.drain import kubernetes_node, slurm_node
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.active_checks import host_findings
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import knowledge_loader, make_context
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import at_or_above
 
 HOW_TO_PROCEED = ("Drain the node first (Slurm: scontrol update nodename=NODE state=drain reason=...; Kubernetes: "
                   "kubectl cordon NODE and kubectl drain NODE), or quarantine it, and run validate.yml again.")
@@ -47,3 +50,21 @@ def refused_validation(reason, checks, now, dcgm_level=1, how_to_proceed=HOW_TO_
     return {"format": 1, "started_at": now, "finished_at": now, "mig_enabled": False, "gpus": [],
             "refused": {"reason": reason, "how_to_proceed": how_to_proceed, "gpu_processes": []},
             "checks": dict((name, check_result(name, params, "refused", reason)) for name in checks or ())}
+
+
+def verification_problems(host, validation, facts, policy, failure=""):
+    """Why a host fails the active checks of its verification step (validation.verify_after), [] when it passes:
+    every requested check must have passed (nothing passes that did not run) and none of the active-check rules
+    may find anything at warning or above. failure: gpu_validate's message when it returned no result."""
+    if not isinstance(validation, dict):
+        return ["the active checks gave no result%s" % (": %s" % failure if failure else "")]
+    checks = validation.get("checks") if isinstance(validation.get("checks"), dict) else {}
+    problems = ["%s %s%s" % (name, (check or {}).get("status"), ": %s" % check["reason"] if (check or {}).get("reason")
+                              else "") for name, check in sorted(checks.items())
+                if (check or {}).get("status") != "passed"]
+    if not checks:
+        problems.append("no check ran")
+    ctx = make_context(host, dict(facts or {}, validation=validation), policy, knowledge_loader()(policy))
+    problems += ["%s: %s" % (finding["rule"], finding["summary"]) for finding in host_findings(ctx)
+                 if at_or_above(finding["severity"], "warning")]
+    return problems

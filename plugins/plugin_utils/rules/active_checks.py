@@ -395,6 +395,14 @@ def bandwidth_low(ctx):
     return findings
 
 
+HOST_RULES = (dcgm_failed, cuda_not_ready, harness_error, not_run, stress_failed, nccl_failed, bandwidth_low)
+
+
+def host_findings(ctx):
+    """The findings of this module's host rules alone (a verification step judges a host's checks with them)."""
+    return [finding for check in HOST_RULES for finding in check(ctx)]
+
+
 # ---------------------------------------------------------------- bandwidth against the run's peers (fleet rule)
 
 BELOW_PEERS = declare_rule(

@@ -6,9 +6,11 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.core.plugins.filter.validation_gate import validation_gate
+from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rollout.validation_gate import (
-    refused_validation, scheduler_refusal)
+    refused_validation, scheduler_refusal, verification_problems)
 from tests.support.rule_builders import healthy_node
+from tests.support.validation_builders import bare, fail_memory, healthy_validation
 from tests.support.schema_check import assert_valid_facts
 
 IDLE = "NodeName=gpu01 Arch=x86_64 State=IDLE ThreadsPerCore=2 Reason=none"
@@ -48,5 +50,20 @@ def test_a_refused_node_gets_every_requested_check_refused_in_the_facts_schemas_
 def test_a_bad_input_names_itself():
     with pytest.raises(AnsibleFilterError, match="missing input 'node'"):
         validation_gate({"method": "slurm"}, "scheduler")
-    with pytest.raises(AnsibleFilterError, match="step must be scheduler or refused, got 'other'"):
+    with pytest.raises(AnsibleFilterError, match="step must be scheduler, refused or verdict, got 'other'"):
         validation_gate({}, "other")
+
+
+def test_the_verification_step_passes_only_checks_that_ran_and_found_nothing():
+    the_policy = validate_policy({})
+    facts = healthy_node()
+    assert verification_problems("gpu01", healthy_validation(), facts, the_policy) == []
+    problems = verification_problems("gpu01", fail_memory(healthy_validation(), 3), facts, the_policy)
+    assert problems[0] == "dcgm_diag failed"
+    assert problems[1].startswith("hardware.validation_dcgm_failed: GPU 3 (%s" % facts["gpus"][3]["pci_bus_id"])
+    skipped = healthy_validation()
+    skipped["checks"] = {"nvbandwidth": bare("nvbandwidth", "skipped", "nvbandwidth was not found on PATH")}
+    assert verification_problems("gpu01", skipped, facts, the_policy)[0] == (
+        "nvbandwidth skipped: nvbandwidth was not found on PATH")
+    assert verification_problems("gpu01", None, facts, the_policy, "dcgmi hung") == [
+        "the active checks gave no result: dcgmi hung"]
