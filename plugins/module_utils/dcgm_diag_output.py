@@ -182,13 +182,8 @@ class _TextTable:
         self.test, self.message, self.all_gpus = None, None, set()
 
     def close_message(self):
-        if self.message is not None and self.test is not None:
-            text = self.message.strip()
-            match = _MESSAGE_GPU.match(text)
-            if match and match.group(1) in self.test["gpus"]:
-                self.test["gpus"][match.group(1)]["messages"].append(text)
-            else:
-                self.test["messages"].append(text)
+        if self.message is not None and self.test is not None and self.message.strip():
+            self.test["messages"].append(self.message.strip())
         self.message = None
 
     def set_results(self, status, gpus):
@@ -220,24 +215,25 @@ class _TextTable:
         return False
 
     def row(self, left, right):
+        right_text = right.strip()
         if left.lower() in _MESSAGE_KINDS:
             self.close_message()
             self.message = right
         elif left:
             self.close_message()
             if self.section == "Metadata":
-                self.metadata[left] = right
+                self.metadata[left] = right_text
                 return
             self.test = new_test(left, self.section)
             self.test["all"] = None
             self.tests.append(self.test)
-            self.result(right)
-        elif self.message is not None and not _GPU_LINE.match(right):
+            self.result(right_text)
+        elif self.message is not None and not _GPU_LINE.match(right_text) and not _RESULT_3X.match(right_text):
             # DCGM wraps a message at the column width, mid-word: the pieces join without a separator
             self.message += right
         elif self.test is not None:
             self.close_message()
-            self.result(right)
+            self.result(right_text)
 
     def detected_gpus(self):
         """Indexes of the GPUs the metadata lists ("GPU Device IDs Detected": one device id per GPU)."""
@@ -252,29 +248,52 @@ class _TextTable:
             if everyone is not None and not test["gpus"]:
                 for gpu in gpus:
                     test["gpus"][gpu] = {"status": everyone, "messages": []}
+            attribute_messages(test)
             if test["status"] is None or test["gpus"]:
                 statuses = [r["status"] for r in test["gpus"].values()] + ([everyone] if everyone else [])
                 test["status"] = worst(statuses)
         return self.tests
 
 
+def attribute_messages(test):
+    """Moves the messages that start with "GPU n" to that GPU's messages (4.x prints them before its GPU lines)."""
+    kept = []
+    for message in test["messages"]:
+        match = _MESSAGE_GPU.match(message)
+        if match and match.group(1) in test["gpus"]:
+            test["gpus"][match.group(1)]["messages"].append(message)
+        else:
+            kept.append(message)
+    test["messages"] = kept
+
+
+# dcgmi's table is 78 characters wide; the right column holds 45 characters of text (DCGM cuts longer text every 45
+# characters, mid-word, and the pieces join back without a separator)
+_TABLE_WIDTH = 78
+_RIGHT_COLUMN = slice(30, 75)
+
+
+def _right_column(line):
+    if len(line) == _TABLE_WIDTH and line.endswith("  |") and line[28] == "|":
+        return line[_RIGHT_COLUMN]
+    right = line.split("|", 2)[2] if line.count("|") >= 2 else ""
+    right = right[1:] if right.startswith(" ") else right
+    return right.rstrip().rstrip("|").rstrip()
+
+
 def _raw_rows(text):
     """(left, right) of each table row, with the section rows setting the section; None for a section row."""
     for line in text.splitlines():
-        line = line.rstrip()
+        line = line.rstrip("\r\n")
         section = _SECTION.match(line)
         if section:
             yield section.group("name").strip(), None
             continue
         if not line.startswith("|") or line.startswith("+="):
             continue
-        match = _ROW.match(line)
+        match = _ROW.match(line.rstrip())
         if match:
-            # the right column keeps its leading space: it is part of a word wrapped mid-sentence
-            right = line.split("|", 2)[2] if line.count("|") >= 2 else ""
-            right = right[1:] if right.startswith(" ") else right
-            right = right.rstrip().rstrip("|").rstrip()
-            yield match.group("left").strip(), right
+            yield match.group("left").strip(), _right_column(line)
 
 
 def parse_text(text):

@@ -11,7 +11,8 @@ Rows are the out-of-place figures. Layouts: 13 fields (size count type redop roo
 in-place four) since nccl-tests 2.x with redop/root; 12 (redop, no root); 11 (NCCL 2.6 era: no redop/root, and a
 max-error float such as "0e+00" in place of #wrong: 0 when it is zero, else null). "[0]" rank tags glued into the
 columns (multi-process runs) are removed first. "#wrong" "N/A" (validation off) is null. Output without a header or
-without "# Avg bus bandwidth" is read all the same (the average is then null).
+without "# Avg bus bandwidth" is read all the same (the average is then null). error_text is the first "Test CUDA
+failure ...", "Test NCCL failure ..." (or NCCL WARN) line, also when the output is quoted inside JSON (escaped newlines).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,7 +26,8 @@ _OUT_OF_BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<value>\d+)")
 _NGPUS = re.compile(r"nThread\s+(?P<threads>\d+)\s+nGpus\s+(?P<gpus>\d+)")
 _RANK_LINE = re.compile(r"^#\s+Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+\S+\s+device\s+\d+")
 _VERSION = re.compile(r"nccl-tests version (?P<tests>\S+)|NCCL version (?P<nccl>[\d.]+\S*)")
-_FAILURE = re.compile(r"(Test (?:CUDA |NCCL )?failure.*|NCCL failure.*|Cuda failure.*|NCCL WARN.*)")
+# a failure line ends at the line's end, or at an escaped newline when the output is quoted inside JSON
+_FAILURE = re.compile(r"((?:Test (?:CUDA |NCCL )?failure|NCCL failure|Cuda failure|NCCL WARN)[^\\\n]*)")
 
 
 def _int(token):
@@ -76,6 +78,9 @@ def parse_nccl_tests(text):
     rows, average, out_of_bounds, error, version, gpus, ranks = [], None, None, None, None, None, 0
     for line in (text or "").splitlines():
         stripped = _RANK_TAG.sub("", line.strip(), count=1).strip() if line.strip().startswith("[") else line.strip()
+        found = _NGPUS.search(line)
+        if found and gpus is None:
+            gpus = int(found.group("threads")) * int(found.group("gpus"))
         if stripped.startswith("#"):
             found = _AVG.match(stripped)
             if found:
@@ -83,9 +88,6 @@ def parse_nccl_tests(text):
             found = _OUT_OF_BOUNDS.match(stripped)
             if found:
                 out_of_bounds = int(found.group("value"))
-            found = _NGPUS.search(stripped)
-            if found and gpus is None:
-                gpus = int(found.group("threads")) * int(found.group("gpus"))
             if _RANK_LINE.match(stripped):
                 ranks += 1
             found = _VERSION.search(stripped)

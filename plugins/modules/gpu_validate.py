@@ -141,7 +141,8 @@ attributes:
   check_mode:
     support: full
     details: Reads the GPUs and their processes, and returns the commands it would run (each check C(skipped) with
-      the reason "check mode"); runs no check.
+      the reason "check mode"); runs no check, so it puts no load on the GPUs. Outside check mode it changes no
+      setting either (changed is always false), but the checks load the GPUs (see the notes).
   diff_mode:
     support: none
   platform:

@@ -187,15 +187,15 @@ def dcgm_json(results, state):
 
 
 def _row(left, right):
-    return "| %-25s | %-46s |" % (left, right)
+    return "| %-25s | %-45s  |" % (left, right)
 
 
-def _wrapped(text, width=46):
+def _wrapped(text, width=45):
     return [text[start:start + width] for start in range(0, len(text), width)] or [""]
 
 
 def dcgm_text(results, state, gpus):
-    """The DCGM 3.x text table ("Pass - All", "Fail - GPU: 1", messages wrapped at 46 characters)."""
+    """The DCGM 3.x text table ("Pass - All", "Fail - GPU: 1", messages cut every 45 characters)."""
     lines = ["Successfully ran diagnostic for group.", "+" + "-" * 27 + "+" + "-" * 48 + "+",
              _row("Diagnostic", "Result"), "+" + "=" * 27 + "+" + "=" * 48 + "+",
              "|-----  Metadata  ----------+------------------------------------------------|",

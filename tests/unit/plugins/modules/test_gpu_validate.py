@@ -233,6 +233,29 @@ def test_facts_carrying_the_validation_family_pass_the_controllers_facts_check(c
     validation = run_module(capsys, checks=ALL_CHECKS, dcgm_level=2, stress_tool="gpu_burn")["validation"]
     facts = dict(demo_audit()[0]["gpu-h100-nvlink-12"], validation=validation)
     assert facts_problems(facts) == []
-    broken = dict(facts, validation=dict(validation, checks={"dcgm_diag": dict(validation["checks"]["dcgm_diag"],
-                                                                                 status="fine")}))
+    wrong_status = dict(validation["checks"]["dcgm_diag"], status="fine")
+    broken = dict(facts, validation=dict(validation, checks={"dcgm_diag": wrong_status}))
     assert any("status" in problem for problem in facts_problems(broken))
+
+
+def test_the_whole_process_group_is_killed_at_the_bound(capsys, sim, tmp_path):
+    sim.write(SIM_STATE.state_for(H100, 1))
+    child_pid = tmp_path / "child.pid"
+    (tmp_path / "bin" / "all_reduce_perf").write_text(
+        "#!/bin/sh\necho '# nThread 1 nGpus 1'\nsleep 300 &\necho $! > '%s'\nwait\n" % child_pid)
+    check = run_module(capsys, checks=["nccl_all_reduce"], timeouts={"nccl_all_reduce": 1})["validation"]["checks"][
+        "nccl_all_reduce"]
+    assert check["status"] == "timeout" and check["output_tail"].startswith("# nThread 1 nGpus 1")
+    pid = int(child_pid.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and os.path.exists("/proc/%d" % pid) and "Z" not in _proc_state(pid):
+        time.sleep(0.05)
+    assert not os.path.exists("/proc/%d" % pid) or "Z" in _proc_state(pid), "the tool's child outlived the bound"
+
+
+def _proc_state(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0]
+    except (IOError, OSError):
+        return "gone"
