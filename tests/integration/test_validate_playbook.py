@@ -63,7 +63,7 @@ def test_validate_judges_the_replayed_checks_in_one_report_and_one_store_record(
                               "'hardware.validation_%'").fetchall()
     assert sorted(rule for rule, _data in rows) == ["hardware.validation_bandwidth_low", "hardware.validation_below_peers",
                                                     "hardware.validation_dcgm_failed"]
-    assert {"measured_gbs": 18.0} .items() <= json.loads(dict(rows)["hardware.validation_bandwidth_low"])["evidence"].items()
+    assert {"measured_gbs": 18.0}.items() <= json.loads(dict(rows)["hardware.validation_bandwidth_low"])["evidence"].items()
 
 
 def test_validate_runs_nowhere_unless_told_where(tmp_path):
