@@ -1,4 +1,4 @@
-"""validate.yml on the simulated fleet (scenario `validate`: five idle 2x H100 nodes with the simulated dcgmi,
+"""validate.yml on the simulated fleet (scenario `validate`: four idle 2x H100 nodes with the simulated dcgmi,
 nvbandwidth and all_reduce_perf, failures injected in the simulator's state): it refuses a busy node, passes a
 healthy one, and turns a failed memory test, a bandwidth far below its peers and an NCCL failure into findings with
 their figures, in report.json, report.html and the store; and a driver rollout whose policy verifies with the active
@@ -31,15 +31,18 @@ def validation_findings(report, host):
                   if f["host"] == host and ".validation_" in f["rule"])
 
 
-def test_validate_refuses_the_busy_node_passes_the_healthy_one_and_judges_the_others(validate_fleet):
+def validate(fleet, report_dir, **extra):
+    run = fleet.playbook("validate.yml", extra_vars=dict({"gpufleet_report_dir": report_dir}, **extra))
+    folders = sorted(name for name in os.listdir(report_dir) if name.endswith("-validate"))
+    with open(os.path.join(report_dir, folders[-1], "report.json")) as stream:
+        return run, folders[-1], expanded(json.load(stream))
+
+
+def test_validate_passes_the_healthy_node_judges_the_others_and_refuses_a_busy_one(validate_fleet):
     fleet = validate_fleet
     report_dir = tempfile.mkdtemp(prefix="validate-")
-    run = fleet.playbook("validate.yml", extra_vars={"gpufleet_report_dir": report_dir,
-                                                     "gpufleet_audit_hosts": "all"})
+    run, folder, report = validate(fleet, report_dir, gpufleet_audit_hosts="all")
     assert run.rc == 2, run.output()  # the failed memory test is critical
-    [folder] = [name for name in os.listdir(report_dir) if name.endswith("-validate")]
-    with open(os.path.join(report_dir, folder, "report.json")) as stream:
-        report = expanded(json.load(stream))
     hosts = report["hosts"]
 
     assert validation_findings(report, "fleet-01") == []
@@ -61,10 +64,6 @@ def test_validate_refuses_the_busy_node_passes_the_healthy_one_and_judges_the_ot
     [nccl] = [f for f in report["findings"] if f["host"] == "fleet-04" and f["rule"].endswith(".validation_nccl_failed")]
     assert "unhandled system error" in nccl["evidence"]["error_text"]
 
-    busy = hosts["fleet-05"]["validation"]
-    assert busy["refused"]["reason"].startswith("GPU compute processes are running")
-    assert [f[0] for f in validation_findings(report, "fleet-05")] == ["driver.validation_not_run"]
-
     with open(os.path.join(report_dir, folder, "report.html")) as stream:
         page = stream.read()
     section = page[page.index('<section id="validation">'):]
@@ -76,6 +75,18 @@ def test_validate_refuses_the_busy_node_passes_the_healthy_one_and_judges_the_ot
     assert stored["validation"]["checks"]["dcgm_diag"]["status"] == "failed"
     rules = [row[0] for row in connection.execute("SELECT rule FROM findings WHERE host = 'fleet-02'")]
     assert "hardware.validation_dcgm_failed" in rules
+
+    # the healthy node, now running a GPU service, is refused: reported, not passed
+    fleet.ssh("fleet-01", "systemctl start trainer.service", check=True)
+    try:
+        run, _folder, report = validate(fleet, report_dir, gpufleet_audit_hosts="fleet-01")
+    finally:
+        fleet.ssh("fleet-01", "systemctl stop trainer.service", check=True)
+    assert run.rc == 0, run.output()
+    busy = report["hosts"]["fleet-01"]["validation"]
+    assert busy["refused"]["reason"].startswith("GPU compute processes are running: pid ")
+    assert {check["status"] for check in busy["checks"].values()} == {"refused"}
+    assert [f[0] for f in validation_findings(report, "fleet-01")] == ["driver.validation_not_run"]
 
 
 def inject(fleet, host, diagnostics):
