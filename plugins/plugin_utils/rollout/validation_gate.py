@@ -52,6 +52,10 @@ def refused_validation(reason, checks, now, dcgm_level=1, how_to_proceed=HOW_TO_
             "checks": dict((name, check_result(name, params, "refused", reason)) for name in checks or ())}
 
 
+def _check_problem(name, check):
+    return "%s %s%s" % (name, check.get("status"), ": %s" % check["reason"] if check.get("reason") else "")
+
+
 def verification_problems(host, validation, facts, policy, failure=""):
     """Why a host fails the active checks of its verification step (validation.verify_after), [] when it passes:
     every requested check must have passed (nothing passes that did not run) and none of the active-check rules
@@ -59,8 +63,7 @@ def verification_problems(host, validation, facts, policy, failure=""):
     if not isinstance(validation, dict):
         return ["the active checks gave no result%s" % (": %s" % failure if failure else "")]
     checks = validation.get("checks") if isinstance(validation.get("checks"), dict) else {}
-    problems = ["%s %s%s" % (name, (check or {}).get("status"), ": %s" % check["reason"] if (check or {}).get("reason")
-                              else "") for name, check in sorted(checks.items())
+    problems = [_check_problem(name, check or {}) for name, check in sorted(checks.items())
                 if (check or {}).get("status") != "passed"]
     if not checks:
         problems.append("no check ran")

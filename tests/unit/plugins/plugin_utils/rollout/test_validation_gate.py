@@ -34,8 +34,8 @@ def test_the_scheduler_must_no_longer_place_work_on_the_node(method, output, ref
 
 
 def test_a_refused_node_gets_every_requested_check_refused_in_the_facts_schemas_shape():
-    validation = validation_gate({"reason": "Slurm still places jobs", "checks": ["dcgm_diag", "nccl_all_reduce",
-                                                                             "nvbandwidth", "stress"],
+    checks = ["dcgm_diag", "nccl_all_reduce", "nvbandwidth", "stress"]
+    validation = validation_gate({"reason": "Slurm still places jobs", "checks": checks,
                                   "now": "2026-12-06T10:00:00Z", "dcgm_level": 2}, "refused")
     assert validation["refused"]["reason"] == "Slurm still places jobs"
     assert {name: check["status"] for name, check in validation["checks"].items()} == {

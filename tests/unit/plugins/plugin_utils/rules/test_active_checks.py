@@ -204,6 +204,6 @@ def test_a_figure_that_wobbles_or_fell_little_or_has_too_few_runs_is_not_sinking
     now = validated_at(45.0)
     assert active_checks.bandwidth_sinking("h", now, [("r2", validated_at(44.0)), ("r1", validated_at(53.0))],
                                            policy()) == []
-    assert active_checks.bandwidth_sinking("h", validated_at(51.0), [("r2", validated_at(52.0)),
-                                                                      ("r1", validated_at(53.0))], policy()) == []
+    fell_little = [("r2", validated_at(52.0)), ("r1", validated_at(53.0))]
+    assert active_checks.bandwidth_sinking("h", validated_at(51.0), fell_little, policy()) == []
     assert active_checks.bandwidth_sinking("h", now, [("r1", validated_at(53.0))], policy()) == []
