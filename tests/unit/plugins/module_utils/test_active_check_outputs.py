@@ -452,3 +452,30 @@ def test_corpus_gpu_burn_failures_and_false_oks(corpus):
 def test_gpu_burn_exit_status_is_not_trusted(name):
     parsed = parse_gpu_burn(sample(name))
     assert judge_stress(parsed["per_gpu"], parsed["init_error"], EXITED_0)[0] != "passed"
+
+
+# ---------------------------------------------------------------- bad input never crashes a check
+
+
+def _cut_versions(text):
+    """The text cut at many points, and with its lines shuffled in a fixed way: what a killed or garbled run prints."""
+    lines = text.splitlines(True)
+    cuts = [text[:size] for size in range(0, len(text), max(1, len(text) // 40))]
+    return cuts + ["".join(lines[1::2] + lines[::2]), text.replace(" ", ""), text.replace("|", "")]
+
+
+@pytest.mark.parametrize("name", sorted(os.listdir(SAMPLES)))
+def test_cut_and_garbled_output_reads_without_crashing(name):
+    parsers = (parse_dcgm_diag, parse_nvbandwidth, parse_nccl_tests, parse_gpu_burn, parse_dcgm_health,
+               parse_nvlink_link_status, parse_nvvs_log)
+    for text in _cut_versions(sample(name)) + ["\x00\xff garbage {[", "{\"DCGM GPU Diagnostic\": 5}", "[]"]:
+        for parser in parsers:
+            parsed = parser(text)
+            assert isinstance(parsed, dict)
+        failed = CommandResult(1, text, "")
+        assert judge_dcgm(parse_dcgm_diag(text), failed)[0] in ("passed", "failed", "error")
+        assert judge_nvbandwidth(parse_nvbandwidth(text)["testcases"], ["host_to_device_memcpy_ce"], failed)[0] in (
+            "passed", "failed", "error")
+        assert judge_nccl(parse_nccl_tests(text), failed)[0] in ("passed", "failed", "error")
+        burn = parse_gpu_burn(text)
+        assert judge_stress(burn["per_gpu"], burn["init_error"], failed)[0] in ("passed", "failed", "error")
