@@ -115,3 +115,22 @@ def test_a_rollout_that_verifies_with_the_active_checks_stops_on_a_failing_node(
         assert set(versions(fleet, ["fleet-02", "fleet-03", "fleet-04"]).values()) == {(START + "-1", START)}
     finally:
         fleet.use_scenario(previous)
+
+
+def test_remediate_that_verifies_with_the_active_checks_leaves_a_failing_node_not_converged(validate_fleet):
+    fleet = validate_fleet
+    fleet.recreate()
+    report_dir = tempfile.mkdtemp(prefix="remediate-validate-")
+    policy = {"gpufleet_policy_zz_verify": {"persistence_mode": True, "validation": {"verify_after": ["remediate"]}}}
+    run = fleet.playbook("remediate.yml", limit="fleet-01,fleet-02",
+                         extra_vars=dict(policy, gpufleet_report_dir=report_dir))
+    assert run.rc == 2, run.output()
+    with open(os.path.join(report_dir, "latest-partial", "remediation.json")) as handle:
+        record = json.load(handle)
+    # both hosts got persistence mode; fleet-02's GPU 1 then failed DCGM's memory test
+    assert record["not_converged"] == ["fleet-02"]
+    assert {(f["host"], f["rule"]) for f in record["cleared"]} >= {("fleet-01", "driver.persistence_mode"),
+                                                                    ("fleet-02", "driver.persistence_mode")}
+    assert ("fleet-02", "hardware.validation_dcgm_failed") in {(f["host"], f["rule"]) for f in record["new"]}
+    assert "not converged: the active checks after remediation failed" in run.stdout
+    fleet.recreate()
