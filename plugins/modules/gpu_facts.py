@@ -220,6 +220,13 @@ options:
         C(incident.yml) and C(loadstep.yml), whose later tasks read the facts, keep them.
     type: bool
     default: true
+  validation:
+    description:
+      - Read on the controller by the action plugin. The host's active checks, the C(validation) that
+        M(gpufleet.core.gpu_validate) returned for it, become the facts' C(validation) family before the facts are
+        checked and the host diagnosed, so that one audit judges them with everything else (C(validate.yml)).
+      - Ignored for a host whose collection failed.
+    type: dict
 extends_documentation_fragment:
   - gpufleet.core.kernel_log
   - gpufleet.core.bmc_connection.inventory
@@ -4102,6 +4109,7 @@ def main():
             run_dir=dict(type="path"),
             keep_facts=dict(type="bool", default=True),
             policy=dict(type="dict"),
+            validation=dict(type="dict"),
             **inventory_bmc_spec()
         ),
         required_if=[("source", "replay", ["fixture"]), ("kernel_log_source", "files", ["kernel_log_files"])],

@@ -44,6 +44,7 @@ RUN_KINDS = {
     "driver-rollout": "-driver-rollout",
     "driver-rollback": "-driver-rollback",
     "aggregate": "-aggregate",
+    "validate": "-validate",
 }
 CHECK_MODE_SUFFIX = "-check"
 # what each kind writes in its run folder (an incident is an audit's folder with its own files added); the
@@ -58,6 +59,7 @@ LOADSTEP_HTML = "loadstep.html"
 RUN_FILES = {
     "audit": AUDIT_FILES,
     "incident": AUDIT_FILES + (TIMELINE_FILE, FAULT_LOG_FILE),
+    "validate": AUDIT_FILES,
     "loadstep": (LOADSTEP_FILE, LOADSTEP_HTML),
     "driver-rollout": ("driver-rollout.json",),
     "driver-rollback": ("driver-rollback.json",),

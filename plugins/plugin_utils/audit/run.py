@@ -15,6 +15,7 @@ import os
 import signal
 import threading
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.active_checks import validation_summary
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.correlate import correlate
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import FleetDiagnosis, rules_run
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
@@ -302,9 +303,11 @@ def _run_audit(results, host_policies, run_dir, report_root, started_at, fail_se
             extracts[host] = worker_extract(result, statuses[host]) or counters_extract(facts)
         del facts
     for host, status in statuses.items():
-        inputs = (views.get(host) or {}).get("coverage") if status["status"] == "ok" else None
-        if inputs is not None:
-            status["inputs"] = inputs
+        view = (views.get(host) or {}) if status["status"] == "ok" else {}
+        if view.get("coverage") is not None:
+            status["inputs"] = view["coverage"]
+        if validation_summary(view) is not None:
+            status["validation"] = validation_summary(view)
     accepted = accepted_unreachable(statuses, host_policies)
 
     diagnosis.fleet(views, findings)

@@ -15,7 +15,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.checks import
     integer, jmespath_expression, list_of, named_list, non_empty_text, number, section, text)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.defaults import (
     CATALOG_TABLES, CUSTOM_RULE_DEFAULTS, CUSTOM_RULE_REQUIRED, DRAIN_METHODS, RESTART_VALUES,
-    SERVICE_DEFAULTS, THROTTLE_REASON_NAMES, UNIT_TYPES)
+    SERVICE_DEFAULTS, THROTTLE_REASON_NAMES, UNIT_TYPES, VALIDATION_CHECKS, VALIDATION_VERIFY_AFTER)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.problems import FRAGMENT_PREFIX, POLICY_VAR
 
 SCHEMA_ID = "https://gpufleet.example/schema/policy/1.json"
@@ -162,6 +162,15 @@ POLICY_SCHEMA = section({
         "min_hours": number(0, 8760),
     }),
     "loadstep": section({"allowed": boolean()}),
+    "validation": section({
+        "verify_after": list_of(choice(VALIDATION_VERIFY_AFTER)),
+        "checks": list_of(choice(VALIDATION_CHECKS)),
+        "dcgm_level": integer(1, 4),
+        "bandwidth_min_fraction": number(0, 1),
+        "peer_min_fraction": number(0, 1),
+        "sinking_runs": integer(2, 100),
+        "sinking_fraction": number(0, 1),
+    }),
 })
 
 

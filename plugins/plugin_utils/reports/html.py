@@ -21,6 +21,7 @@ import json
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.coverage import unread_inputs
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.service import html_section as service_section
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.html_validation import validation_section
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
     LAYER_ORDER, LAYERS, NO_FAILURE, SEVERITIES)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.html_timeline import timeline_section
@@ -674,6 +675,7 @@ def render_html(report, timeline=None):
         problem_hosts_section(report),
         service_section(report, esc),
         inputs_section(report),
+        validation_section(report, esc),
         baselines_section(report),
         table_section(report),
         '<footer>gpufleet report version %s</footer>' % esc(report.get("report_version", REPORT_VERSION)),

@@ -7,8 +7,9 @@ The shape is a public contract, documented in docs/schema/report.schema.json. Wi
 REPORT_VERSION keys are only added; consumers ignore keys they do not know. 2.0 (docs/report-format.md): on disk
 (report_format.disk_document) each finding is whole in the top-level findings and a host entry leaves out its
 findings; 1.2 to 1.4 wrote shared values once (positions, per-rule defaults, shared texts by position), and
-report_format.expanded reads every version back into this shape. 1.4: a host's inputs (reports/coverage.py). 2.0 also: a host's service state (reports/service.py,
-quarantine/service_state.py).
+report_format.expanded reads every version back into this shape. 1.4: a host's inputs (reports/coverage.py).
+2.0 also: a host's service state (reports/service.py, quarantine/service_state.py) and its validation, the summary
+of its active checks (rules/active_checks.py, validation_summary).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -91,8 +92,9 @@ def host_entry(info, findings):
         "message": info.get("message"),
         "findings": sorted(findings, key=same_host_sort_key),
     }
-    if info.get("inputs") is not None:
-        entry["inputs"] = info["inputs"]
+    for key in ("inputs", "validation"):
+        if info.get(key) is not None:
+            entry[key] = info[key]
     return entry
 
 

@@ -133,7 +133,7 @@ def root_playbooks():
 def test_no_root_playbook_is_shipped_each_has_its_collection_playbook(built):
     """None of the checkout's root playbooks is in the tarball (all or none: none, they import playbooks/)."""
     playbooks = root_playbooks()
-    assert playbooks == ["audit.yml", "driver_rollout.yml", "incident.yml", "loadstep.yml", "remediate.yml"]
+    assert {"audit.yml", "driver_rollout.yml", "incident.yml", "loadstep.yml", "remediate.yml"} <= set(playbooks)
     assert [name for name in playbooks if name in built.names] == []
     assert [name for name in playbooks if "playbooks/" + name not in built.names] == []
 
