@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import collections
+import json
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.fleet_view import fleet_view
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import build_report
@@ -24,7 +25,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import (
     apply_recorded, mark_failed, mark_off, open_run)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import select
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import COUNTER_COLUMNS, GPU_COUNTERS
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import (
+    COUNTER_COLUMNS, GPU_COUNTERS, HCA_COUNTERS)
 
 # a complete run folder's report files, by which the store finishes a run killed after writing them
 REPORT_FILES = tuple(name for name, _render in RENDERERS)
@@ -46,6 +48,21 @@ def previous_counters(connection, previous_run):
     return found
 
 
+PortCounters = collections.namedtuple("PortCounters", ("observed_at", "counters"))
+
+
+def previous_port_counters(connection, previous_run):
+    """{host: {(hca, port): PortCounters}} of the previous complete run's HCA ports."""
+    if previous_run is None:
+        return {}
+    found = {}
+    query = select(HCA_COUNTERS.c.host, HCA_COUNTERS.c.hca, HCA_COUNTERS.c.port, HCA_COUNTERS.c.observed_at,
+                   HCA_COUNTERS.c.counters).where(HCA_COUNTERS.c.run_pk == previous_run.id)
+    for host, hca, port, observed_at, counters in connection.execute(query):
+        found.setdefault(host, {})[(hca, port)] = PortCounters(observed_at, json.loads(counters))
+    return found
+
+
 def audited_baselines(connection, facts_by_host, groups_of_host):
     """{host: (facts in its baseline run, baseline run row, group)} of the hosts audited now."""
     audited = [host for host, facts in facts_by_host.items() if facts is not None]
@@ -62,6 +79,7 @@ def history_findings(connection, facts_by_host, host_policies, groups_of_host, p
     if baselines is None:
         baselines = audited_baselines(connection, facts_by_host, groups_of_host)
     counters = previous_counters(connection, previous_run)
+    ports = previous_port_counters(connection, previous_run)
     found, rules = {}, set()
     for host in audited:
         policy = (host_policies or {}).get(host) or {}
@@ -72,9 +90,10 @@ def history_findings(connection, facts_by_host, host_policies, groups_of_host, p
             ctx = HistoryContext(host, facts, before, {"run": row.run_id, "group": group}, policy)
             extra += run_rules(DRIFT_RULES, ctx)
             rules.update(info.id for info in DRIFT_RULES)
-        if host in counters:
-            extra += run_rules(TREND_RULES, HistoryContext(host, facts, policy=policy, counters=counters[host],
-                                                           current=current.get(host) or {}))
+        if host in counters or host in ports:
+            extra += run_rules(TREND_RULES, HistoryContext(host, facts, policy=policy, counters=counters.get(host),
+                                                           current=current.get(host) or {},
+                                                           ports_before=ports.get(host)))
             rules.update(info.id for info in TREND_RULES)
         if extra:
             found[host] = extra
