@@ -17,6 +17,7 @@ import json
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.fleet_view import fleet_view
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import build_report
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import RENDERERS
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.correlate import fabric_causes
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.drift_trend import (
     DRIFT_RULES, TREND_RULES, HistoryContext, run_rules)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline import baseline_facts, baseline_for_hosts
@@ -104,16 +105,18 @@ ReportInputs = collections.namedtuple("ReportInputs", ("run", "hosts", "findings
 ReportInputs.__doc__ = "What reports.model.build_report builds a run's report from, before the history step."
 
 
-def with_history(inputs, extra, rule_ids):
-    """The inputs with the history step's findings and the rules it evaluated."""
+def with_history(inputs, extra, rule_ids, facts_by_host=None):
+    """The inputs with the history step's findings and the rules it evaluated, and the fabric causes that the
+    history's findings (an HCA port's counters that grew) give NCCL failures the correlation left unexplained."""
     run = inputs.run
     if rule_ids:
         run = dict(run, rules_run=sorted(set(run.get("rules_run") or ()) | set(rule_ids)))
-    findings = inputs.findings_by_host
+    findings, causes = inputs.findings_by_host, inputs.causes
     if extra:
         findings = {host: list(findings.get(host) or ()) + list(extra.get(host) or ())
                     for host in set(findings) | set(extra)}
-    return ReportInputs(run, inputs.hosts, findings, inputs.causes)
+        causes = list(causes or ()) + fabric_causes(facts_by_host or {}, findings)
+    return ReportInputs(run, inputs.hosts, findings, causes)
 
 
 def history_report(transaction, inputs, facts_by_host, host_policies, groups_of_host):
@@ -122,7 +125,7 @@ def history_report(transaction, inputs, facts_by_host, host_policies, groups_of_
     baselines = audited_baselines(transaction.connection, facts_by_host, groups_of_host)
     extra, rule_ids = history_findings(transaction.connection, facts_by_host, host_policies, groups_of_host,
                                        transaction.previous_run, transaction.counters, baselines)
-    report = build_report(*with_history(inputs, extra, rule_ids))
+    report = build_report(*with_history(inputs, extra, rule_ids, facts_by_host))
     if baselines:
         report["baselines"] = templates_for_hosts(transaction.connection, baselines)
     return report

@@ -12,6 +12,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import StoreSettings
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.schema import ensure_schema
 from tests.support.fabric_builders import healthy_fabric
+from tests.support.report_inputs import finding
 from tests.support.postgres import postgres_cluster, store_url  # noqa: F401 pylint: disable=unused-import
 from tests.support.store_runs import host_facts, make_run, record_run
 
@@ -113,3 +114,19 @@ def test_a_store_at_revision_0003_upgrades_and_trends_from_its_next_run(store_ur
     assert report["store"]["revision"] == "0006"
     [finding] = growth_findings(report)
     assert finding["severity"] == "critical" and finding["evidence"]["counters"][0]["delta"] == 12
+
+
+def test_counters_that_grew_on_the_peer_explain_an_nccl_error_the_correlation_left_open(store_url):
+    facts = {"node-1": fabric_host("node-1", at(2)), "node-2": host_facts("node-2", at(2))}
+    audit(store_url, "first", 2, facts)
+    nccl = finding("hardware.nccl_network", "critical", "node-2",
+                   evidence={"service": "train.service", "peer": "node-1", "count": 1})
+    report, _facts = make_run("second", at(1), {"node-1": [], "node-2": [nccl]})
+    now = {"node-1": fabric_host("node-1", at(1), link_downed=4), "node-2": host_facts("node-2", at(1))}
+    record_run(StoreSettings(store_url, "test"), report, copy.deepcopy(now), {host: POLICY for host in now})
+    [cause] = report["causes"]
+    assert cause["id"] == "fabric:node-2" and cause["hosts"] == ["node-1", "node-2"]
+    assert cause["evidence"]["fabric"][0]["rule"] == RULE and cause["evidence"]["fabric"][0]["link"] == "mlx5_1/1"
+    assert cause["severity"] == "critical"
+    [symptom] = [f for f in report["findings"] if f["rule"] == "hardware.nccl_network"]
+    assert symptom["evidence"]["explained_by"] == "fabric:node-2"
