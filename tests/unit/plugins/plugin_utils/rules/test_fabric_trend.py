@@ -6,6 +6,7 @@ import datetime
 
 from sqlalchemy import text
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.fleet_view import fleet_view
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import hca_port_counters
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.engine import make_engine
@@ -130,3 +131,15 @@ def test_counters_that_grew_on_the_peer_explain_an_nccl_error_the_correlation_le
     assert cause["severity"] == "critical"
     [symptom] = [f for f in report["findings"] if f["rule"] == "hardware.nccl_network"]
     assert symptom["evidence"]["explained_by"] == "fabric:node-2"
+
+
+def test_the_fleet_view_keeps_the_port_counters_and_leaves_out_the_ethtool_statistics():
+    facts = fabric_host("node-1", at(1), symbol_error=9)
+    facts["fabric"]["hcas"][0]["ports"][0]["ethtool"] = {"rx_prio%d_bytes" % n: n for n in range(800)}
+    facts["fabric"]["hcas"][0]["ports"][0]["hw_counters"] = {"out_of_buffer": 3}
+    view = fleet_view(facts)
+    assert hca_port_counters(view) == hca_port_counters(facts) and hca_port_counters(view)[("mlx5_1", 1)][
+        "symbol_error"] == 9
+    assert view["fabric"]["hcas"][0] == {"name": "mlx5_0", "ports": [
+        {"port": 1, "counters": facts["fabric"]["hcas"][0]["ports"][0]["counters"]}]}
+    assert fleet_view({"fabric": {"hcas": None, "gpudirect": None}})["fabric"] == {"hcas": None, "gpudirect": None}
