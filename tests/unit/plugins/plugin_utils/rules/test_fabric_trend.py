@@ -97,8 +97,8 @@ def test_each_port_is_stored_once_per_run_and_read_back_by_host(store_url):
 
 def test_port_counters_of_bad_facts_are_left_out():
     facts = {"fabric": {"hcas": [
-        {"name": "mlx5_0", "ports": [{"port": 1, "counters": {"symbol_error": 7, "link_downed": True,
-                                                               "port_rcv_errors": "12", "link_error_recovery": 2}}]},
+        {"name": "mlx5_0", "ports": [{"port": 1, "counters": {
+            "symbol_error": 7, "link_downed": True, "port_rcv_errors": "12", "link_error_recovery": 2}}]},
         {"name": None, "ports": [{"port": 1, "counters": {"symbol_error": 1}}]},
         {"name": "mlx5_2", "ports": [{"port": "1", "counters": {"symbol_error": 1}}, {"port": 2, "counters": {}}]},
         "not an HCA"]}}
