@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import re
 
-SCHEMA_VERSION = "1.5"
+SCHEMA_VERSION = "1.6"
 
 SOURCES = ("nvml", "nvidia_smi", "replay", "none")
 

@@ -51,8 +51,8 @@ options:
     description:
       - Which parts to collect, as in M(ansible.builtin.setup).
       - V(all), V(min) (driver and GPU inventory), or any of V(driver), V(gpus), V(processes), V(mig), V(nvlink),
-        V(host), V(kernel_log), V(driver_clients), V(workload), V(host_pressure), V(bmc), V(kubernetes); prefix a
-        name with C(!) to leave it out.
+        V(host), V(kernel_log), V(driver_clients), V(workload), V(host_pressure), V(bmc), V(kubernetes), V(fabric);
+        prefix a name with C(!) to leave it out.
       - V(driver_clients) looks through C(/proc/<pid>/maps) for processes that loaded NVIDIA driver libraries of
         another version than the kernel module (a container with its own driver libraries, a stale CUDA compat
         package); bounded to 4096 processes and 10 seconds, and it needs root to read other users' processes.
@@ -80,9 +80,14 @@ options:
         O(kubernetes_device_plugin_config) or, with O(kubernetes_kubectl), from O(kubernetes_configmap), and what the
         node advertises (C(nvidia.com/*) allocatable and capacity from C(kubectl get node), else the devices the
         plugin registered in the kubelet's checkpoint). A host that is no Kubernetes node reports C(kubernetes.node=false).
+      - V(fabric) reads the InfiniBand / RoCE HCAs and ports from C(/sys/class/infiniband) (state, physical state,
+        rate and width, link layer, firmware, every counter and hw_counter; C(ibstat), else C(ibv_devinfo -v), where
+        that folder is missing), C(ethtool -S) of each RoCE port's netdev, GPUDirect RDMA readiness (nvidia_peermem
+        in C(/proc/modules), dma-buf, the ACS control of the PCI bridges from C(lspci -nnvv), which needs root) and
+        C(nvidia-smi topo -m). A program or folder that is not there leaves its part null (docs/fabric.md).
       - V(processes), V(mig), V(nvlink) and V(host_pressure) imply V(gpus); V(gpus) implies V(driver); V(workload)
-        implies V(processes). A replay runs V(driver_clients), V(workload), V(host_pressure), V(bmc) and
-        V(kubernetes) only when the fixture recorded them.
+        implies V(processes). A replay runs V(driver_clients), V(workload), V(host_pressure), V(bmc),
+        V(kubernetes) and V(fabric) only when the fixture recorded them.
     type: list
     elements: str
     default: [all]
@@ -309,7 +314,8 @@ ansible_facts:
         NCCL failures by cause) and details (what those messages say in numbers); kubernetes.device_health (the
         device plugin''s log: devices marked unhealthy, pods rejected at admission); inputs (what the collection
         read, found absent or could not read, per gather subset) and capture (the captured host read instead of
-        the live one).'
+        the live one). 1.6 added fabric (InfiniBand / RoCE HCAs and ports, GPUDirect RDMA readiness, nvidia-smi
+        topo -m).'
       returned: always
       type: dict
       contains:
@@ -384,7 +390,7 @@ ansible_facts:
           contains:
             input:
               description: 'The step (gather subset). One of: driver, host, kernel_log, driver_clients, workload,
-                host_pressure, bmc, kubernetes.'
+                host_pressure, bmc, kubernetes, fabric.'
               returned: success
               type: str
             status:
@@ -3451,6 +3457,187 @@ ansible_facts:
                         a container''s log after its restart count).'
                       returned: success
                       type: int
+        fabric:
+          description: 'The network fabric: InfiniBand / RoCE HCAs and ports with their cumulative counters, GPUDirect
+            RDMA readiness and the GPU-to-NIC topology (gather_subset fabric, docs/fabric.md); absent when that
+            subset did not run. Added in 1.6.'
+          returned: always
+          type: dict
+          contains:
+            hcas:
+              description: The InfiniBand / RoCE HCAs (/sys/class/infiniband; else ibstat; else ibv_devinfo -v);
+                empty on a host with the folder and no HCA; null when none of the sources is there.
+              returned: always
+              type: list
+              elements: dict
+              contains:
+                name:
+                  description: The HCA's name (mlx5_0).
+                  returned: success
+                  type: str
+                hca_type:
+                  description: hca_type (MT4129 is ConnectX-7; ibstat CA type; ibv_devinfo vendor_part_id as MT<id>).
+                  returned: success
+                  type: str
+                board_id:
+                  description: board_id (the PSID).
+                  returned: success
+                  type: str
+                fw_ver:
+                  description: The firmware version.
+                  returned: success
+                  type: str
+                node_guid:
+                  description: The node GUID as sysfs writes it (four groups of four hex digits).
+                  returned: success
+                  type: str
+                pci_bus_id:
+                  description: The HCA's PCI address (device/uevent PCI_SLOT_NAME), 0000:1a:00.0.
+                  returned: success
+                  type: str
+                ports:
+                  description: Its ports.
+                  returned: always
+                  type: list
+                  elements: dict
+                  contains:
+                    port:
+                      description: The port's number (from 1).
+                      returned: success
+                      type: int
+                    state:
+                      description: 'The logical port state in upper case: DOWN, INIT, ARMED, ACTIVE, ACTIVE_DEFER
+                        (sysfs state, ibstat State, ibv_devinfo state).'
+                      returned: success
+                      type: str
+                    state_code:
+                      description: Its number (1 DOWN ... 4 ACTIVE).
+                      returned: success
+                      type: int
+                    phys_state:
+                      description: 'The physical port state as sysfs spells it: Sleep, Polling, Disabled, PortConfigurationTraining,
+                        LinkUp, LinkErrorRecovery, Phy Test.'
+                      returned: success
+                      type: str
+                    phys_state_code:
+                      description: Its number (2 Polling, 3 Disabled, 5 LinkUp ...).
+                      returned: success
+                      type: int
+                    link_layer:
+                      description: InfiniBand or Ethernet (RoCE).
+                      returned: success
+                      type: str
+                    rate_gbps:
+                      description: The port's active rate in Gb/s (sysfs rate; ibstat Rate; ibv_devinfo -v width
+                        x lane speed).
+                      returned: success
+                      type: float
+                    width:
+                      description: The active link width (1X, 2X, 4X, 8X, 12X) where the source names it.
+                      returned: success
+                      type: str
+                    speed:
+                      description: The active lane speed (SDR, DDR, QDR, FDR, EDR, HDR, NDR, XDR) where the source
+                        names it.
+                      returned: success
+                      type: str
+                    netdev:
+                      description: The port's network interface (ports/<n>/gid_attrs/ndevs/0, else the HCA's device/net/).
+                      returned: success
+                      type: str
+                    counters:
+                      description: Every file of ports/<n>/counters as an integer, cumulative (symbol_error, link_downed,
+                        link_error_recovery, port_rcv_errors, port_rcv_remote_physical_errors, port_xmit_discards,
+                        excessive_buffer_overrun_errors, local_link_integrity_errors, port_xmit_wait, ...); empty
+                        when the source has none (ibstat, ibv_devinfo).
+                      returned: always
+                      type: dict
+                    hw_counters:
+                      description: Every file of ports/<n>/hw_counters (mlx5's) as an integer, cumulative.
+                      returned: always
+                      type: dict
+                    ethtool:
+                      description: ethtool -S of the netdev of an Ethernet (RoCE) port, cumulative; null for an
+                        InfiniBand port or where ethtool did not answer.
+                      returned: always
+                      type: dict
+            hcas_source:
+              description: 'Where hcas were read. One of: sysfs, ibstat, ibv_devinfo, null.'
+              returned: success
+              type: str
+            gpudirect:
+              description: GPUDirect RDMA readiness.
+              returned: always
+              type: dict
+              contains:
+                peermem_loaded:
+                  description: nvidia_peermem (or the older nv_peer_mem) is in /proc/modules (else lsmod); null
+                    when neither could be read.
+                  returned: success
+                  type: bool
+                dmabuf_supported:
+                  description: 'GPUDirect RDMA over dma-buf is possible as the host shows it: the NVIDIA open kernel
+                    module (/proc/driver/nvidia/version) on a kernel of 5.12 or later; null when either cannot be
+                    read.'
+                  returned: success
+                  type: bool
+                acs:
+                  description: Every PCI bridge with an ACS control (lspci -nnvv, read only), with whether it redirects
+                    peer-to-peer traffic; null on a host without HCAs, without lspci, or when lspci could not read
+                    the extended capabilities (not root).
+                  returned: always
+                  type: list
+                  elements: dict
+                  contains:
+                    bdf:
+                      description: The bridge's PCI address.
+                      returned: success
+                      type: str
+                    acs_ctl:
+                      description: lspci's ACSCtl flags as printed.
+                      returned: success
+                      type: str
+                    redirect_enabled:
+                      description: 'ReqRedir+ or CmpltRedir+: peer-to-peer traffic through this bridge is sent up
+                        to the root complex (GPUDirect RDMA crosses the CPU or fails).'
+                      returned: success
+                      type: bool
+                    secondary_bus:
+                      description: 'The first bus behind the bridge (lspci Bus: secondary=).'
+                      returned: success
+                      type: int
+                    subordinate_bus:
+                      description: 'The last bus behind it (subordinate=): a GPU or NIC whose PCI bus lies in secondary_bus..subordinate_bus
+                        is below this bridge.'
+                      returned: success
+                      type: int
+            topology:
+              description: nvidia-smi topo -m; null without nvidia-smi or when it failed.
+              returned: always
+              type: dict
+              contains:
+                devices:
+                  description: 'The matrix''s columns: GPU0 ..., NIC0 ... (or mlx5_0 ... in older drivers'' output).'
+                  returned: always
+                  type: list
+                  elements: str
+                matrix:
+                  description: '{row device: {column device: X, SYS, NODE, PHB, PXB, PIX or NV<n>}}; a row cut short
+                    keeps the cells it has.'
+                  returned: always
+                  type: dict
+                nic_names:
+                  description: '{NIC0: mlx5_0} from the NIC legend (an HCA named in the header names itself).'
+                  returned: always
+                  type: dict
+                cpu_affinity:
+                  description: '{GPU0: 0-47} (CPU Affinity column).'
+                  returned: always
+                  type: dict
+                numa_affinity:
+                  description: '{GPU0: 0} (NUMA Affinity column).'
+                  returned: always
+                  type: dict
 """
 # END GENERATED RETURN
 

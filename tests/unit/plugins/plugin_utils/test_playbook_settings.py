@@ -43,7 +43,7 @@ def lines(variables):
     ("gpufleet_services", 5, "must be a list of non-empty strings, got 5"),
     ("gpufleet_kernel_log_files", {"a": 1}, "must be a list of non-empty strings, got a mapping"),
     ("gpufleet_gather_subset", ["all", "!bmcs"], "must be a list of all, min, driver, gpus, processes, mig, nvlink, "
-     "host, kernel_log, driver_clients, workload, host_pressure, bmc, kubernetes (prefix ! to leave one out), "
+     "host, kernel_log, driver_clients, workload, host_pressure, bmc, kubernetes, fabric (prefix ! to leave one out), "
      "got a list"),
     ("gpufleet_audit_hosts", "", "must be a non-empty string, got ''"),
     ("gpufleet_report_dir", ["reports"], "must be a folder name (a string) or null, got a list"),
