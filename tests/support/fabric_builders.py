@@ -5,6 +5,7 @@ import copy
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import diagnose_host
 from tests.support.rule_builders import KNOWLEDGE, healthy_node, policy
+from tests.support.schema_check import assert_valid_facts
 
 HCA_BUS_IDS = ("0000:1a:00.0", "0000:3c:00.0", "0000:9c:00.0", "0000:bc:00.0")
 ZERO_COUNTERS = {"symbol_error": 0, "link_downed": 0, "link_error_recovery": 0, "port_rcv_errors": 0,
@@ -24,6 +25,13 @@ def hca(index):
     return {"name": "mlx5_%d" % index, "hca_type": "MT4129", "board_id": "MT_0000000838", "fw_ver": "28.39.1002",
             "node_guid": "a088:c203:0054:%04x" % index, "pci_bus_id": HCA_BUS_IDS[index],
             "ports": [port(1, netdev="ibp%d" % index)]}
+
+
+def acs_bridge(bdf, secondary, subordinate, redirect=False):
+    """A PCIe switch port with ACS, and the buses behind it."""
+    return {"bdf": bdf, "acs_ctl": "SrcValid+ TransBlk- ReqRedir%s CmpltRedir%s UpstreamFwd+ EgressCtrl- DirectTrans-" % (
+        ("+", "+") if redirect else ("-", "-")), "redirect_enabled": redirect, "secondary_bus": secondary,
+        "subordinate_bus": subordinate}
 
 
 def topology():
@@ -46,8 +54,9 @@ def topology():
 
 
 def healthy_fabric():
-    return {"hcas": [hca(index) for index in range(4)],
-            "gpudirect": {"peermem_loaded": True, "dmabuf_supported": True, "acs": []},
+    return {"hcas": [hca(index) for index in range(4)], "hcas_source": "sysfs",
+            "gpudirect": {"peermem_loaded": True, "dmabuf_supported": True, "acs": [
+                acs_bridge("0000:17:01.0", 0x18, 0x1a), acs_bridge("0000:2b:01.0", 0x2c, 0x2c)]},
             "topology": topology()}
 
 
@@ -62,6 +71,7 @@ FABRIC_RULES = ("hardware.fabric_", "hardware.gpudirect", "hardware.gpu_nic_dist
 
 
 def fabric_findings(facts, the_policy=None, host="gpu-node"):
-    """The fabric findings of diagnose on the facts."""
+    """The fabric findings of diagnose on the facts (checked against the facts schema)."""
+    assert_valid_facts(facts)
     found = diagnose_host(host, copy.deepcopy(facts), the_policy or policy(), KNOWLEDGE)
     return [finding for finding in found if finding["rule"].startswith(FABRIC_RULES)]

@@ -233,9 +233,41 @@ def gpudirect_facts(ctx):
     return gpudirect if isinstance(gpudirect, dict) else None
 
 
+def bus_number(bus_id):
+    """The bus of a PCI address ("0000:1a:00.0" -> 26), or None."""
+    parts = bus_id.split(":") if isinstance(bus_id, str) else ()
+    try:
+        return int(parts[-2], 16) if len(parts) >= 2 else None
+    except ValueError:
+        return None
+
+
+def gpu_and_nic_addresses(ctx):
+    addresses = [gpu.get("pci_bus_id") for gpu in ctx.gpus] + [hca.get("pci_bus_id") for hca in fabric_hcas(ctx) or ()]
+    return sorted({address for address in addresses if bus_number(address) is not None})
+
+
+def redirecting_bridges(ctx, acs):
+    """[{bdf, acs_ctl, below}] of the bridges with ACS redirect that have a GPU or an HCA behind them (below: their
+    addresses), or whose buses are unknown (below: None: it may be in the path)."""
+    addresses = gpu_and_nic_addresses(ctx)
+    found = []
+    for entry in acs or ():
+        if not isinstance(entry, dict) or not entry.get("redirect_enabled"):
+            continue
+        low, high = entry.get("secondary_bus"), entry.get("subordinate_bus")
+        if not (isinstance(low, int) and isinstance(high, int)):
+            found.append({"bdf": entry.get("bdf"), "acs_ctl": entry.get("acs_ctl"), "below": None})
+            continue
+        below = [address for address in addresses if low <= bus_number(address) <= high]
+        if below:
+            found.append({"bdf": entry.get("bdf"), "acs_ctl": entry.get("acs_ctl"), "below": below})
+    return found
+
+
 @rule("hardware.gpudirect", "hardware", "warning",
       "GPUDirect RDMA is not usable where fabric.gpudirect.required: neither nvidia_peermem loaded nor dma-buf "
-      "supported, or ACS redirect enabled on a PCIe bridge between the GPUs and the NICs")
+      "supported, or ACS redirect enabled on a PCIe bridge with a GPU or a NIC behind it")
 def gpudirect(ctx):
     gpudirect_seen = gpudirect_facts(ctx)
     if gpudirect_seen is None or not (fabric_policy(ctx).get("gpudirect") or {}).get("required"):
@@ -250,15 +282,13 @@ def gpudirect(ctx):
             "Load nvidia_peermem (modprobe nvidia-peermem, and add it to /etc/modules-load.d), or use a driver and "
             "kernel with dma-buf (open kernel modules, kernel 5.12+); without either NCCL copies through host "
             "memory."))
-    redirected = [entry for entry in gpudirect_seen.get("acs") or () if isinstance(entry, dict)
-                  and entry.get("redirect_enabled")]
+    redirected = redirecting_bridges(ctx, gpudirect_seen.get("acs"))
     if redirected:
-        bridges = [{"bdf": entry.get("bdf"), "acs_ctl": entry.get("acs_ctl")} for entry in redirected][:MAX_LISTED]
         findings.append(ctx.finding(
-            None, "ACS redirect enabled on %d PCIe bridge%s between GPUs and NICs (%s): peer-to-peer goes through "
+            None, "ACS redirect enabled on %d PCIe bridge%s above the GPUs or NICs (%s): peer-to-peer goes through "
                   "the root complex" % (len(redirected), "" if len(redirected) == 1 else "s",
-                                        ", ".join(str(bridge["bdf"]) for bridge in bridges[:4])),
-            {"setting": "acs_redirect", "bridges": bridges, "count": len(redirected)},
+                                        ", ".join(str(bridge["bdf"]) for bridge in redirected[:4])),
+            {"setting": "acs_redirect", "bridges": redirected[:MAX_LISTED], "count": len(redirected)},
             "Disable ACS on these bridges (setpci -s <bdf> ECAP_ACS+0x6.w=0000 at boot, or the BIOS's ACS setting) "
             "on bare metal; in a VM keep ACS and enable ATS instead."))
     return findings

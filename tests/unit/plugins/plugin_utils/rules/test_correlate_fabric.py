@@ -3,10 +3,9 @@ the peer host its message names, point at the fabric, not at the GPUs."""
 
 import copy
 
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.correlate import correlate, peer_host
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import diagnose_fleet
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.correlate import peer_host
+from tests.support.correlate_builders import audit
 from tests.support.fabric_builders import fabric_node
-from tests.support.rule_builders import KNOWLEDGE, policy
 from tests.unit.plugins.plugin_utils.rules.test_service_journal_verdicts import service_logging
 
 IB_ERROR = ("gpu-a:3468:3905 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer "
@@ -27,10 +26,8 @@ def degraded(facts, hca=1):
 
 
 def run(fleet, the_policy=None):
-    the_policy = the_policy or policy()
-    policies = {host: the_policy for host in fleet}
-    findings = diagnose_fleet(copy.deepcopy(fleet), policies, KNOWLEDGE)
-    return findings, correlate(fleet, findings, policies)
+    """The findings and causes of the fleet (its facts checked against the schema, each cause's keys)."""
+    return audit(copy.deepcopy(fleet), the_policy)
 
 
 def test_an_nccl_error_naming_a_peer_with_a_degraded_port_points_at_that_port():

@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from tests.support.fabric_builders import fabric_findings, fabric_node, port
+from tests.support.fabric_builders import acs_bridge, fabric_findings, fabric_node, hca, port
 from tests.support.rule_builders import policy
 
 
@@ -60,8 +60,9 @@ def test_the_policy_rate_judges_every_port_of_its_link_layer():
     assert {finding["evidence"]["reference"] for finding in slow} == {"policy"}
     assert {finding["evidence"]["expected_rate_gbps"] for finding in slow} == {800}
     # a RoCE port on its own is judged by its own link layer's peers, not by the InfiniBand rate
-    facts["fabric"]["hcas"].append({"name": "mlx5_4", "pci_bus_id": "0000:c1:00.0",
-                                    "ports": [port(1, link_layer="Ethernet", rate_gbps=100.0, netdev="eth4")]})
+    roce = dict(hca(0), name="mlx5_4", pci_bus_id="0000:c1:00.0",
+                ports=[port(1, link_layer="Ethernet", rate_gbps=100.0, netdev="eth4")])
+    facts["fabric"]["hcas"].append(roce)
     assert [f["evidence"]["link"] for f in fabric_findings(
         facts, policy(fabric={"hcas": {"rate_gbps": 400, "link_layer": "InfiniBand"}}))] == []
 
@@ -100,17 +101,23 @@ def test_gpudirect_without_peermem_or_dmabuf(peermem, dmabuf, fires):
     assert fabric_findings(facts) == []  # not required by default
 
 
-def test_acs_redirect_between_gpus_and_nics():
+def test_acs_redirect_on_a_bridge_above_a_gpu_or_a_nic():
     facts = fabric_node()
     facts["fabric"]["gpudirect"]["acs"] = [
-        {"bdf": "0000:16:01.0", "acs_ctl": "SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+",
-         "redirect_enabled": True},
-        {"bdf": "0000:16:02.0", "acs_ctl": "SrcValid- ReqRedir- CmpltRedir-", "redirect_enabled": False}]
+        acs_bridge("0000:17:01.0", 0x18, 0x1a, redirect=True),  # GPU0 (0x18) and mlx5_0 (0x1a) behind it
+        acs_bridge("0000:3b:01.0", 0x3c, 0x3c),  # mlx5_1's switch port, no redirect
+        acs_bridge("0000:60:01.0", 0x61, 0x61, redirect=True),  # nothing of ours behind it (an NVMe switch)
+        acs_bridge("0000:70:01.0", None, None, redirect=True)]  # buses unknown: counted, it may be in the path
     found = fabric_findings(facts, policy(fabric={"gpudirect": {"required": True}}))
     assert len(found) == 1 and found[0]["rule"] == "hardware.gpudirect"
     assert found[0]["evidence"]["bridges"] == [
-        {"bdf": "0000:16:01.0", "acs_ctl": "SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+"}]
-    assert "ACS redirect enabled on 1 PCIe bridge between GPUs and NICs (0000:16:01.0)" in found[0]["summary"]
+        {"bdf": "0000:17:01.0", "acs_ctl": facts["fabric"]["gpudirect"]["acs"][0]["acs_ctl"],
+         "below": ["0000:18:00.0", "0000:1a:00.0"]},
+        {"bdf": "0000:70:01.0", "acs_ctl": facts["fabric"]["gpudirect"]["acs"][3]["acs_ctl"], "below": None}]
+    assert "ACS redirect enabled on 2 PCIe bridges above the GPUs or NICs (0000:17:01.0, 0000:70:01.0)" in \
+        found[0]["summary"]
+    facts["fabric"]["gpudirect"]["acs"] = None  # lspci could not read ACS (not root): not judged
+    assert fabric_findings(facts, policy(fabric={"gpudirect": {"required": True}})) == []
 
 
 def test_a_gpu_whose_nearest_nic_is_across_the_cpu_interconnect():
