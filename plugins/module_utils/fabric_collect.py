@@ -108,6 +108,11 @@ def _hcas_from_command(host, facts, program, args, parser, timeout):
     if not path:
         return None
     result = host.run([path] + args, timeout)
+    if result.rc == 0 and not (result.stdout or "").strip():
+        return []
+    if result.rc != 0 and not (result.stdout or "").strip():
+        command_failed(facts, " ".join([program] + args), result)
+        return None
     hcas, problems = getattr(_parsers(), parser)(result.stdout)
     for problem in problems:
         add_error(facts, None, " ".join([program] + args), problem, result.rc)

@@ -177,3 +177,21 @@ def test_own_perfquery_sample_under_sysfs_names():
             counters["port_rcv_errors"], counters["port_xmit_wait"]) == (1432, 3, 2, 87, 1289654)
     assert counters["port_rcv_data"] == 115231874932483 and counters["unicast_xmit_packets"] == 157517336024
     assert "PortSelect" not in counters and "port_select" not in counters and len(counters) == 21
+
+
+HOSTILE = ["", "\x00\xff\ufffd", "CA 'mlx5_0'\n\tPort x:\n\t\tState:\n\t\tRate: fast\n", "hca_id:\n\tport:\t\n",
+           "\tGPU0\tGPU0\nGPU0\t" + "X\t" * 500, "GPU0 " * 300 + "\nGPU0", "0000:zz:00.0 PCI bridge [0604]\n\tACSCtl:\n",
+           "mlx5_0 port one ==> x (Up)", "SymbolErrorCounter:....x\nPortXmitWait:....-1", "a: b: c\n" * 3]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_every_parser_reads_hostile_text_without_raising(text):
+    parsers.parse_ibstat(text)
+    parsers.parse_ibv_devinfo(text)
+    parsers.parse_ethtool_stats(text)
+    parsers.parse_topology(text)
+    parsers.parse_lspci_acs(text, normalize_pci_bus_id)
+    parsers.parse_ibdev2netdev(text)
+    parsers.parse_perfquery(text)
+    for reader in (parsers.port_state, parsers.phys_state, parsers.sysfs_rate, parsers.normalize_guid):
+        reader(text)
