@@ -45,7 +45,8 @@ def host_ports(hcas):
 
 
 def expected_up(policy):
-    """A predicate (hca name, port number) -> whether the policy expects that port up, and the key that says so."""
+    """(predicate (hca name, port number) -> whether the policy expects that port up, the key that says so); no port
+    is expected when the policy names none."""
     listed = policy.get("ports") or []
     if listed:
         whole = {entry for entry in listed if "/" not in entry}
@@ -149,7 +150,7 @@ def port_degraded(ctx):
     if not hcas:
         return ()
     policy = fabric_policy(ctx)
-    expects = expected_up(policy)[0] if policy_expects_ports(policy) else (lambda _name, _number: False)
+    expects = expected_up(policy)[0]
     findings = []
     for hca, port in host_ports(hcas):
         if port.get("state") != ACTIVE:
