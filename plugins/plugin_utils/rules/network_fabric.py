@@ -99,38 +99,50 @@ def port_down(ctx):
 
 # ---------------------------------------------------------------- ports degraded
 
-def peer_reference(hcas, port):
-    """(rate Gb/s, lanes) of the best active port of the host with the port's link layer."""
-    peers = [other for _hca, other in host_ports(hcas)
-             if other.get("state") == ACTIVE and other.get("link_layer") == port.get("link_layer")]
-    rates = [other["rate_gbps"] for other in peers if is_number(other.get("rate_gbps"))]
-    lanes = [width_lanes(other.get("width")) for other in peers if width_lanes(other.get("width"))]
-    return max(rates) if rates else None, max(lanes) if lanes else None
+def best_links(ports):
+    """{link layer: (best rate Gb/s, most lanes)} of the host's active ports."""
+    best = {}
+    for _hca, port in ports:
+        if port.get("state") != ACTIVE:
+            continue
+        rate, lanes = best.get(port.get("link_layer"), (None, None))
+        if is_number(port.get("rate_gbps")) and (rate is None or port["rate_gbps"] > rate):
+            rate = port["rate_gbps"]
+        if width_lanes(port.get("width")) and (lanes is None or width_lanes(port["width"]) > lanes):
+            lanes = width_lanes(port["width"])
+        best[port.get("link_layer")] = (rate, lanes)
+    return best
 
 
-def judged_by_policy(policy, hca, port):
-    """Whether the policy's rate and width apply to this port: an expected port, or (no port expected) a port of
-    the policy's link layer."""
-    if policy_expects_ports(policy):
-        return expected_up(policy)[0](hca.get("name"), port.get("port"))
-    layer = (policy.get("hcas") or {}).get("link_layer")
-    return layer is None or port.get("link_layer") == layer
+class LinkReference:
+    """What an active port should run at: the policy's rate and width where they are set and apply to it (an
+    expected port, or with no port expected a port of fabric.hcas.link_layer), else the best of the host's active
+    ports of the same link layer."""
+
+    def __init__(self, policy, ports):
+        self.wanted = policy.get("hcas") or {}
+        self.expects = expected_up(policy)[0]
+        self.any_expected = policy_expects_ports(policy)
+        self.best = best_links(ports)
+
+    def judged_by_policy(self, hca, port):
+        if self.any_expected:
+            return self.expects(hca.get("name"), port.get("port"))
+        layer = self.wanted.get("link_layer")
+        return layer is None or port.get("link_layer") == layer
+
+    def of(self, hca, port):
+        """(rate Gb/s, lanes, "policy" or "peers")"""
+        rate, lanes = self.best.get(port.get("link_layer"), (None, None))
+        policy_rate, policy_lanes = self.wanted.get("rate_gbps"), width_lanes(self.wanted.get("width"))
+        if (policy_rate is not None or policy_lanes) and self.judged_by_policy(hca, port):
+            return (policy_rate if policy_rate is not None else rate, policy_lanes or lanes, "policy")
+        return rate, lanes, "peers"
 
 
-def reference_link(policy, hcas, hca, port):
-    """(rate Gb/s, lanes, "policy" or "peers"): what the active port should run at: the policy's rate and width
-    where they are set and apply to it, else the best of the host's active ports of the same link layer."""
-    rate, lanes = peer_reference(hcas, port)
-    wanted = policy.get("hcas") or {}
-    if judged_by_policy(policy, hca, port) and (wanted.get("rate_gbps") is not None or wanted.get("width")):
-        return (wanted.get("rate_gbps") if wanted.get("rate_gbps") is not None else rate,
-                width_lanes(wanted.get("width")) or lanes, "policy")
-    return rate, lanes, "peers"
-
-
-def degradation(policy, hcas, hca, port):
+def degradation(reference, hca, port):
     """The evidence of a slow or narrow active port, or None."""
-    rate, lanes, reference = reference_link(policy, hcas, hca, port)
+    rate, lanes, source = reference.of(hca, port)
     actual_rate, actual_lanes = port.get("rate_gbps"), width_lanes(port.get("width"))
     slow = is_number(actual_rate) and rate is not None and actual_rate < rate
     narrow = actual_lanes is not None and lanes is not None and actual_lanes < lanes
@@ -139,7 +151,8 @@ def degradation(policy, hcas, hca, port):
     return {"link": port_label(hca, port), "hca": hca.get("name"), "port": port.get("port"),
             "link_layer": port.get("link_layer"), "rate_gbps": actual_rate, "expected_rate_gbps": rate,
             "width": port.get("width"), "expected_width": "%dX" % lanes if lanes is not None else None,
-            "speed": port.get("speed"), "reference": reference, "slow": slow, "narrow": narrow}
+            "speed": port.get("speed"), "reference": source, "slow": slow, "narrow": narrow,
+            "expected_up": reference.expects(hca.get("name"), port.get("port"))}
 
 
 @rule("hardware.fabric_port_degraded", "hardware", "warning",
@@ -149,16 +162,13 @@ def port_degraded(ctx):
     hcas = fabric_hcas(ctx)
     if not hcas:
         return ()
-    policy = fabric_policy(ctx)
-    expects = expected_up(policy)[0]
+    ports = host_ports(hcas)
+    reference = LinkReference(fabric_policy(ctx), ports)
     findings = []
-    for hca, port in host_ports(hcas):
-        if port.get("state") != ACTIVE:
-            continue
-        evidence = degradation(policy, hcas, hca, port)
+    for hca, port in ports:
+        evidence = degradation(reference, hca, port) if port.get("state") == ACTIVE else None
         if evidence is None:
             continue
-        evidence["expected_up"] = expects(hca.get("name"), port.get("port"))
         findings.append(ctx.finding(
             None, "HCA port %s runs at %s %s Gb/s where %s %s Gb/s is expected (%s)" % (
                 evidence["link"], evidence["width"] or "?", evidence["rate_gbps"], evidence["expected_width"] or "?",
