@@ -50,6 +50,17 @@ def gpu_view(gpu):
     return view
 
 
+def fabric_view(fabric):
+    """The HCA ports' names and counters (the store's hca_counters and the fabric trend), not their hardware
+    counters and ethtool statistics (hundreds per RoCE port)."""
+    if not isinstance(fabric, dict) or not isinstance(fabric.get("hcas"), list):
+        return fabric
+    return {"hcas": [{"name": hca.get("name"),
+                      "ports": [{"port": port.get("port"), "counters": port.get("counters")}
+                                if isinstance(port, dict) else port for port in hca.get("ports") or ()]}
+                     if isinstance(hca, dict) else hca for hca in fabric["hcas"]]}
+
+
 def fleet_view(facts):
     """The part of a host's facts (None: None) that the fleet-wide steps read."""
     if not isinstance(facts, dict):
@@ -57,6 +68,8 @@ def fleet_view(facts):
     view = {key: value for key, value in facts.items() if key not in HOST_PARTS_LEFT_OUT and key != "gpus"}
     # the report's hosts.<host>.inputs, not the sources behind it
     view["coverage"] = host_inputs(facts)
+    if "fabric" in facts:
+        view["fabric"] = fabric_view(facts["fabric"])
     if "gpus" in facts:
         gpus = facts["gpus"]
         view["gpus"] = [gpu_view(gpu) for gpu in gpus] if isinstance(gpus, list) else gpus

@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import collections
+import json
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.fleet_view import fleet_view
 from ansible_collections.gpufleet.core.plugins.plugin_utils.quarantine.service_state import states_on_connection
@@ -19,6 +20,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import RENDERERS
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.active_checks import (
     SINKING, bandwidth_sinking, thresholds, validation_of)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.correlate import fabric_causes
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.drift_trend import (
     DRIFT_RULES, TREND_RULES, HistoryContext, run_rules)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline import baseline_facts, baseline_for_hosts
@@ -28,7 +30,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import 
     apply_recorded, mark_failed, mark_off, open_run)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import host_facts_history
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import select
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import COUNTER_COLUMNS, GPU_COUNTERS
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import (
+    COUNTER_COLUMNS, GPU_COUNTERS, HCA_COUNTERS)
 
 # a complete run folder's report files, by which the store finishes a run killed after writing them
 REPORT_FILES = tuple(name for name, _render in RENDERERS)
@@ -50,6 +53,21 @@ def previous_counters(connection, previous_run):
     return found
 
 
+PortCounters = collections.namedtuple("PortCounters", ("observed_at", "counters"))
+
+
+def previous_port_counters(connection, previous_run):
+    """{host: {(hca, port): PortCounters}} of the previous complete run's HCA ports."""
+    if previous_run is None:
+        return {}
+    found = {}
+    query = select(HCA_COUNTERS.c.host, HCA_COUNTERS.c.hca, HCA_COUNTERS.c.port, HCA_COUNTERS.c.observed_at,
+                   HCA_COUNTERS.c.counters).where(HCA_COUNTERS.c.run_pk == previous_run.id)
+    for host, hca, port, observed_at, counters in connection.execute(query):
+        found.setdefault(host, {})[(hca, port)] = PortCounters(observed_at, json.loads(counters))
+    return found
+
+
 def audited_baselines(connection, facts_by_host, groups_of_host):
     """{host: (facts in its baseline run, baseline run row, group)} of the hosts audited now."""
     audited = [host for host, facts in facts_by_host.items() if facts is not None]
@@ -66,6 +84,7 @@ def history_findings(connection, facts_by_host, host_policies, groups_of_host, p
     if baselines is None:
         baselines = audited_baselines(connection, facts_by_host, groups_of_host)
     counters = previous_counters(connection, previous_run)
+    ports = previous_port_counters(connection, previous_run)
     found, rules = {}, set()
     for host in audited:
         policy = (host_policies or {}).get(host) or {}
@@ -76,9 +95,10 @@ def history_findings(connection, facts_by_host, host_policies, groups_of_host, p
             ctx = HistoryContext(host, facts, before, {"run": row.run_id, "group": group}, policy)
             extra += run_rules(DRIFT_RULES, ctx)
             rules.update(info.id for info in DRIFT_RULES)
-        if host in counters:
-            extra += run_rules(TREND_RULES, HistoryContext(host, facts, policy=policy, counters=counters[host],
-                                                           current=current.get(host) or {}))
+        if host in counters or host in ports:
+            extra += run_rules(TREND_RULES, HistoryContext(host, facts, policy=policy, counters=counters.get(host),
+                                                           current=current.get(host) or {},
+                                                           ports_before=ports.get(host)))
             rules.update(info.id for info in TREND_RULES)
         if validation_of(facts):
             earlier = host_facts_history(connection, host, 2 * thresholds(policy)["sinking_runs"])
@@ -93,16 +113,18 @@ ReportInputs = collections.namedtuple("ReportInputs", ("run", "hosts", "findings
 ReportInputs.__doc__ = "What reports.model.build_report builds a run's report from, before the history step."
 
 
-def with_history(inputs, extra, rule_ids):
-    """The inputs with the history step's findings and the rules it evaluated."""
+def with_history(inputs, extra, rule_ids, facts_by_host=None):
+    """The inputs with the history step's findings and the rules it evaluated, and the fabric causes that the
+    history's findings (an HCA port's counters that grew) give NCCL failures the correlation left unexplained."""
     run = inputs.run
     if rule_ids:
         run = dict(run, rules_run=sorted(set(run.get("rules_run") or ()) | set(rule_ids)))
-    findings = inputs.findings_by_host
+    findings, causes = inputs.findings_by_host, inputs.causes
     if extra:
         findings = {host: list(findings.get(host) or ()) + list(extra.get(host) or ())
                     for host in set(findings) | set(extra)}
-    return ReportInputs(run, inputs.hosts, findings, inputs.causes)
+        causes = list(causes or ()) + fabric_causes(facts_by_host or {}, findings)
+    return ReportInputs(run, inputs.hosts, findings, causes)
 
 
 def history_report(transaction, inputs, facts_by_host, host_policies, groups_of_host):
@@ -111,7 +133,7 @@ def history_report(transaction, inputs, facts_by_host, host_policies, groups_of_
     baselines = audited_baselines(transaction.connection, facts_by_host, groups_of_host)
     extra, rule_ids = history_findings(transaction.connection, facts_by_host, host_policies, groups_of_host,
                                        transaction.previous_run, transaction.counters, baselines)
-    report = build_report(*with_history(inputs, extra, rule_ids))
+    report = build_report(*with_history(inputs, extra, rule_ids, facts_by_host))
     if baselines:
         report["baselines"] = templates_for_hosts(transaction.connection, baselines)
     return report

@@ -14,6 +14,28 @@ RESTART_VALUES = ("no", "on-success", "on-failure", "on-abnormal", "on-watchdog"
 CATALOG_TABLES = ("cuda_min_driver", "xid", "mig_profiles", "gpu_driver_support")
 DRAIN_METHODS = ("none", "slurm", "kubernetes", "command")
 
+# The GPU-to-NIC paths of `nvidia-smi topo -m`, nearest first (NV# joins GPUs only): docs/fabric.md.
+NIC_DISTANCES = ("PIX", "PXB", "PHB", "NODE", "SYS")
+LINK_LAYERS = ("InfiniBand", "Ethernet")
+
+# Growth of an HCA port's error counter between two runs that is a warning / a critical finding
+# (hardware.fabric_counter_growth; docs/fabric.md says why each). null: that severity is not judged.
+FABRIC_COUNTER_DEFAULTS = {
+    "link_downed": {"warning": 1, "critical": 3},
+    "link_error_recovery": {"warning": 1, "critical": 10},
+    "symbol_error": {"warning": 10, "critical": 1000},
+    "port_rcv_errors": {"warning": 10, "critical": 1000},
+    "port_rcv_remote_physical_errors": {"warning": 10, "critical": 1000},
+    "local_link_integrity_errors": {"warning": 1, "critical": 10},
+    "excessive_buffer_overrun_errors": {"warning": 1, "critical": 10},
+    "port_xmit_discards": {"warning": 1000, "critical": None},
+    "port_rcv_switch_relay_errors": {"warning": None, "critical": None},
+    "port_xmit_constraint_errors": {"warning": None, "critical": None},
+    "port_rcv_constraint_errors": {"warning": None, "critical": None},
+    "VL15_dropped": {"warning": None, "critical": None},
+    "port_xmit_wait": {"warning": None, "critical": None},
+}
+
 
 # Clock event reasons that break a load step by default (docs/loadstep.md): the GPU slowed down for power or heat.
 LOAD_THROTTLE_REASONS = ("sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
@@ -135,6 +157,14 @@ DEFAULT_POLICY = {
         "peer_min_fraction": 0.8,
         "sinking_runs": 3,
         "sinking_fraction": 0.9,
+    },
+    # the network fabric: InfiniBand/RoCE HCAs and ports, GPUDirect RDMA, the GPU-to-NIC topology (docs/fabric.md)
+    "fabric": {
+        "hcas": {"count": None, "names": [], "link_layer": None, "rate_gbps": None, "width": None},
+        "ports": [],
+        "gpudirect": {"required": False},
+        "topology": {"max_nic_distance": "NODE"},
+        "counters": FABRIC_COUNTER_DEFAULTS,
     },
 }
 

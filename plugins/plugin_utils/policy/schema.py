@@ -14,8 +14,9 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.checks import
     ENV_NAME, TEMPLATE, any_mapping, batch_list, batch_size, boolean, choice, digits_text, environment, gpu_selection,
     integer, jmespath_expression, list_of, named_list, non_empty_text, number, section, text)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.defaults import (
-    CATALOG_TABLES, CUSTOM_RULE_DEFAULTS, CUSTOM_RULE_REQUIRED, DRAIN_METHODS, RESTART_VALUES,
-    SERVICE_DEFAULTS, THROTTLE_REASON_NAMES, UNIT_TYPES, VALIDATION_CHECKS, VALIDATION_VERIFY_AFTER)
+    CATALOG_TABLES, CUSTOM_RULE_DEFAULTS, CUSTOM_RULE_REQUIRED, DRAIN_METHODS, FABRIC_COUNTER_DEFAULTS, LINK_LAYERS,
+    NIC_DISTANCES, RESTART_VALUES, SERVICE_DEFAULTS, THROTTLE_REASON_NAMES, UNIT_TYPES, VALIDATION_CHECKS,
+    VALIDATION_VERIFY_AFTER)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.problems import FRAGMENT_PREFIX, POLICY_VAR
 
 SCHEMA_ID = "https://gpufleet.example/schema/policy/1.json"
@@ -27,6 +28,9 @@ _UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.@\\-]+$")
 _ARGUMENT = re.compile(r"^--?[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _RULE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _PACKAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+._-]*$")
+_HCA_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+_HCA_PORT = re.compile(r"^[A-Za-z0-9_.-]+(/[0-9]{1,3})?$")
+_LINK_WIDTH = re.compile(r"^[0-9]{1,2}X$")
 
 
 def unit_name(name):
@@ -85,6 +89,22 @@ CUSTOM_RULE_SCHEMA = section({
     "action": non_empty_text(),
     "fix": choice((None,) + FIX_ROLES),
 }, required=CUSTOM_RULE_REQUIRED)
+
+COUNTER_GROWTH_SCHEMA = section({"warning": integer(1, nullable=True), "critical": integer(1, nullable=True)})
+
+FABRIC_SCHEMA = section({
+    "hcas": section({
+        "count": integer(0, 64, nullable=True),
+        "names": list_of(text(_HCA_NAME, "an HCA name such as 'mlx5_0'")),
+        "link_layer": choice((None,) + LINK_LAYERS),
+        "rate_gbps": number(1, 100000, nullable=True),
+        "width": text(_LINK_WIDTH, "a link width such as '4X'", nullable=True),
+    }),
+    "ports": list_of(text(_HCA_PORT, "an HCA or one of its ports such as 'mlx5_0' or 'mlx5_0/1'")),
+    "gpudirect": section({"required": boolean()}),
+    "topology": section({"max_nic_distance": choice(NIC_DISTANCES)}),
+    "counters": section({name: COUNTER_GROWTH_SCHEMA for name in FABRIC_COUNTER_DEFAULTS}),
+})
 
 POLICY_SCHEMA = section({
     "driver": section({
@@ -171,6 +191,7 @@ POLICY_SCHEMA = section({
         "sinking_runs": integer(2, 100),
         "sinking_fraction": number(0, 1),
     }),
+    "fabric": FABRIC_SCHEMA,
 })
 
 

@@ -53,6 +53,7 @@ def correlate(facts_by_host, findings_by_host, policies=None, knowledge_for=None
     causes.extend(workload_causes(facts_by_host, findings_by_host, policies, knowledge_for or knowledge_loader()))
     causes.extend(driver_causes(facts_by_host, findings_by_host, fleet))
     causes.extend(card_causes(findings_by_host, fleet))
+    causes.extend(fabric_causes(facts_by_host, findings_by_host))
     return causes
 
 
@@ -529,4 +530,104 @@ def _card_cause(key, entries):
                      "xids": [{"xid": xid, "count": count} for pairs, _text in shown for xid, count in pairs]},
         "action": "Drain the GPU, run dcgmi diag -r 3 (or the vendor field diagnostic) and hand the card over for "
                   "repair if it fails; swap it into another slot or host to confirm when in doubt.",
+    }
+
+
+# ---------------------------------------------------------------- fabric
+
+NCCL_NETWORK_RULE = "hardware.nccl_network"
+NCCL_RUNTIME_KINDS = ("nccl_timeout", "nccl_error")
+FABRIC_FAULT_RULES = ("hardware.fabric_port_down", "hardware.fabric_port_degraded", "hardware.fabric_counter_growth",
+                      "hardware.fabric_hca_missing", "hardware.fabric_link_layer")
+
+
+def _nccl_symptom(finding):
+    """An NCCL failure that the network may explain, not explained yet."""
+    if _explained(finding):
+        return False
+    if finding.get("rule") == NCCL_NETWORK_RULE:
+        return True
+    return finding.get("rule") == "workload.runtime_failure" and \
+        (finding.get("evidence") or {}).get("kind") in NCCL_RUNTIME_KINDS
+
+
+def _peer_of(finding):
+    evidence = finding.get("evidence") or {}
+    peer = evidence.get("peer") or (evidence.get("message_says") or {}).get("peer")
+    return peer if isinstance(peer, str) and peer else None
+
+
+def _name_forms(name):
+    """A host name and its short form (an address stays whole)."""
+    name = name.lower()
+    return {name} if name.replace(".", "").isdigit() or ":" in name else {name, name.split(".", 1)[0]}
+
+
+def peer_host(peer, facts_by_host):
+    """The audited host an NCCL message's peer names: by inventory name or the host's own hostname, whole or
+    short; None when it names none of them (an address the facts do not know)."""
+    if not peer:
+        return None
+    wanted = _name_forms(peer)
+    for host in sorted(facts_by_host):
+        names = _name_forms(host)
+        hostname = ((facts_by_host.get(host) or {}).get("host") or {}).get("hostname")
+        if isinstance(hostname, str) and hostname:
+            names |= _name_forms(hostname)
+        if wanted & names:
+            return host
+    return None
+
+
+def _fabric_faults(findings):
+    return [finding for finding in findings or () if finding.get("rule") in FABRIC_FAULT_RULES]
+
+
+def _symptom_entry(finding, facts_by_host):
+    peer = _peer_of(finding)
+    return {"rule": finding.get("rule"), "service": (finding.get("evidence") or {}).get("service"),
+            "severity": finding.get("severity"), "peer": peer, "peer_host": peer_host(peer, facts_by_host)}
+
+
+def _fault_entry(host, finding):
+    evidence = finding.get("evidence") or {}
+    return {"host": host, "rule": finding.get("rule"), "link": evidence.get("link"), "summary": finding.get("summary")}
+
+
+def fabric_causes(facts_by_host, findings_by_host):
+    """A cause per host whose NCCL network failures meet fabric faults on it or on the peer hosts they name."""
+    causes = []
+    for host, findings in sorted(findings_by_host.items()):
+        symptoms = [finding for finding in findings or () if _nccl_symptom(finding)]
+        if not symptoms:
+            continue
+        entries = [_symptom_entry(finding, facts_by_host) for finding in symptoms]
+        peers = sorted({entry["peer_host"] for entry in entries if entry["peer_host"] not in (None, host)})
+        faults = [(where, fault) for where in [host] + peers for fault in _fabric_faults(findings_by_host.get(where))]
+        if faults:
+            causes.append(_fabric_cause(host, symptoms, entries, faults))
+    return causes
+
+
+def _fabric_cause(host, symptoms, entries, faults):
+    cause_id = "fabric:%s" % host
+    _mark(symptoms, cause_id)
+    _mark([fault for _where, fault in faults if not _explained(fault)], cause_id)
+    named = [_fault_entry(where, fault) for where, fault in faults]
+    where_text = _few(["%s on %s" % (entry["link"] or entry["rule"].split(".", 1)[1], entry["host"])
+                       for entry in named])
+    peers = sorted({entry["peer"] for entry in entries if entry["peer"]})
+    return {
+        "id": cause_id,
+        "kind": "fabric",
+        "layer": "hardware",
+        "severity": worst_severity([finding["severity"] for finding in symptoms]
+                                   + [fault["severity"] for _where, fault in faults] + ["warning"]),
+        "summary": "NCCL network failures on %s%s meet fabric faults (%s): points at the fabric, not at the GPUs" % (
+            host, " with peer %s" % _few(peers) if peers else "", where_text),
+        "hosts": sorted({host} | {where for where, _fault in faults}),
+        "evidence": {"host": host, "symptoms": entries, "fabric": named},
+        "action": "Repair the fabric path first (%s: the port's cable, transceiver and switch port; ibstat, mlxlink, "
+                  "the switch's counters), then rerun the job; do not drain or replace the GPUs for these NCCL "
+                  "errors." % where_text,
     }

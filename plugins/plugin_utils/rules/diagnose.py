@@ -20,6 +20,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import driver 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import fabric as rules_fabric
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import hardware as rules_hardware
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import k8s as rules_k8s
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import network_fabric as rules_network_fabric
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import scheduling as rules_scheduling
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import workload as rules_workload
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import workload_health as rules_workload_health
@@ -39,7 +40,8 @@ ABSENT_STACK_RULES = ("driver.kernel_userspace_mismatch", "driver.nvidia_absent"
 
 # Importing a rules module registers its rules.
 RULE_MODULES = (rules_collection, rules_driver, rules_hardware, rules_scheduling, rules_workload,
-                rules_workload_health, rules_bmc, rules_k8s, rules_fabric, rules_xid_repeat, rules_active_checks)
+                rules_workload_health, rules_bmc, rules_k8s, rules_fabric, rules_network_fabric, rules_xid_repeat,
+                rules_active_checks)
 
 
 def _checks(scope):

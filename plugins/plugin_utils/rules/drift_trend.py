@@ -2,8 +2,8 @@
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Rules on history, which the audit evaluates inside the run's store transaction (audit/record_step.py)
-because they need earlier runs: drift of a host's facts from its baseline run, and the growth per day of a
-GPU's error counters.
+because they need earlier runs: drift of a host's facts from its baseline run, the growth per day of a
+GPU's error counters, and the growth since the previous run of an HCA port's error counters.
 
 Each rule is declared once here like the engine's rules (id, layer, default severity, title); its check
 takes a HistoryContext and returns findings with "before" and "after" in the evidence. GPUs are matched
@@ -17,7 +17,7 @@ import functools
 import json
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import declare_rule, gpu_label, parse_time
-from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import host_counters
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import hca_port_counters, host_counters
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.identity import gpu_key
 
 # RuleInfo of each history rule, in declaration order; info.check(ctx) runs it
@@ -45,9 +45,11 @@ class HistoryContext:
     """One host now and then: its facts, the baseline's facts (drift) or the GPUs' previous counters
     (trends), the policy, and where the baseline came from."""
 
-    __slots__ = ("host", "facts", "before", "baseline", "policy", "counters", "current", "_pairs", "_grown", "rule")
+    __slots__ = ("host", "facts", "before", "baseline", "policy", "counters", "current", "ports_before", "_pairs",
+                 "_grown", "rule")
 
-    def __init__(self, host, facts, before=None, baseline=None, policy=None, counters=None, current=None):
+    def __init__(self, host, facts, before=None, baseline=None, policy=None, counters=None, current=None,
+                 ports_before=None):
         self.host = host
         self.facts = facts or {}
         self.before = before or {}
@@ -55,6 +57,7 @@ class HistoryContext:
         self.policy = policy or {}
         self.counters = counters or {}
         self.current = current  # {gpu key: (gpu, counters now)} (store.counters.host_counters)
+        self.ports_before = ports_before or {}  # {(hca, port): (observed_at, counters)} of the previous run
         self._pairs = None
         self._grown = None
         self.rule = None
@@ -314,6 +317,49 @@ def xid_rate(ctx):
                         "xids": sorted({event.get("xid") for event in newer if event.get("xid")})}
             found.append(ctx.finding(gpu, summary, evidence, "Look up the Xids in the report; a GPU with a rising "
                                                              "Xid rate should be drained before it takes jobs down."))
+    return found
+
+
+def port_growth(limits, before, after):
+    """[{counter, from, to, delta, warning, critical, severity}] of the counters of one port that grew by at least a
+    threshold of fabric.counters (a counter that went down was reset: cleared, or the HCA restarted)."""
+    grown = []
+    for counter, now in sorted(after.items()):
+        limit = limits.get(counter) or {}
+        then = before.get(counter)
+        if then is None or now <= then or not (limit.get("warning") or limit.get("critical")):
+            continue
+        delta = now - then
+        severity = ("critical" if limit.get("critical") and delta >= limit["critical"] else
+                    "warning" if limit.get("warning") and delta >= limit["warning"] else None)
+        if severity:
+            grown.append({"counter": counter, "from": then, "to": now, "delta": delta, "warning": limit.get("warning"),
+                          "critical": limit.get("critical"), "severity": severity})
+    return grown
+
+
+@history_rule("hardware.fabric_counter_growth", "hardware", "warning",
+              "An HCA port's error counters grew since the previous run by fabric.counters' warning or critical",
+              "trend")
+def fabric_counter_growth(ctx):
+    if not ctx.ports_before:
+        return []
+    limits = (ctx.policy.get("fabric") or {}).get("counters") or {}
+    found = []
+    for (hca, port), after in sorted(hca_port_counters(ctx.facts).items()):
+        previous = ctx.ports_before.get((hca, port))
+        grown = port_growth(limits, previous[1], after) if previous is not None else []
+        if not grown:
+            continue
+        link = "%s/%s" % (hca, port)
+        found.append(ctx.finding(None, "HCA port %s: %s since the previous run (%s)" % (
+            link, ", ".join("%s %d -> %d (+%d)" % (entry["counter"], entry["from"], entry["to"], entry["delta"])
+                            for entry in grown), previous[0]),
+            {"link": link, "hca": hca, "port": port, "since": previous[0], "counters": grown},
+            "Errors that grow between two audits are a live fault on this link: check the cable, the transceiver "
+            "and the switch port (mlxlink, the switch's port counters); link_downed means the link flapped, and each "
+            "flap fails the NCCL jobs that use it.",
+            severity="critical" if any(entry["severity"] == "critical" for entry in grown) else None))
     return found
 
 

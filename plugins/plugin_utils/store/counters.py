@@ -2,7 +2,8 @@
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Each GPU's cumulative error counters, read once per run from the facts: the store writes them
-(gpu_counters) and the trend rules compare them with the previous run (rules/drift_trend.py).
+(gpu_counters) and the trend rules compare them with the previous run (rules/drift_trend.py). The same for each
+HCA port's counters of the facts family `fabric` (hca_counters, one row per port).
 
 A counter is stored in a signed 64-bit column (SQLite INTEGER, PostgreSQL BIGINT). Each count of the facts fits
 (facts_validation refuses larger ones), but a sum of them (retired pages, NVLink errors over every link) may not:
@@ -53,4 +54,23 @@ def host_counters(facts):
         key = gpu_key(gpu)
         if key is not None:
             found[key] = (gpu, gpu_counters(gpu))
+    return found
+
+
+def hca_port_counters(facts):
+    """{(hca name, port number): {counter: cumulative value}} of the integer counters of a host's HCA ports
+    (fabric.hcas[].ports[].counters); ports without a name, a number or any counter are left out."""
+    fabric = (facts or {}).get("fabric")
+    found = {}
+    for hca in (fabric.get("hcas") if isinstance(fabric, dict) else None) or ():
+        if not isinstance(hca, dict) or not isinstance(hca.get("name"), str):
+            continue
+        for port in hca.get("ports") or ():
+            number = port.get("port") if isinstance(port, dict) else None
+            if type(number) is not int:  # pylint: disable=unidiomatic-typecheck
+                continue
+            values = {name: count(value) for name, value in (port.get("counters") or {}).items()
+                      if count(value) is not None}
+            if values:
+                found[(hca["name"], number)] = values
     return found

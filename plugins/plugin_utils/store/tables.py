@@ -21,7 +21,7 @@ def run_reference():
     return Column("run_pk", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False)
 
 
-METADATA = RUNS = HOSTS = FACTS = FINDINGS = CAUSES = BASELINES = GPU_COUNTERS = SERVICE_EVENTS = TIME = None
+METADATA = RUNS = HOSTS = FACTS = FINDINGS = CAUSES = BASELINES = GPU_COUNTERS = SERVICE_EVENTS = HCA_COUNTERS = TIME = None
 RUN_TABLES = ()
 if IMPORT_ERROR is None:  # without SQLAlchemy the module imports, and the store says what is missing
     METADATA = MetaData()
@@ -137,5 +137,18 @@ if IMPORT_ERROR is None:  # without SQLAlchemy the module imports, and the store
         Index("ix_service_events_host", "host", "id"),
     )
 
+    # revision 0006: one row per HCA port and run: its cumulative counters as a JSON object {counter: value},
+    # for hardware.fabric_counter_growth (rules/drift_trend.py)
+    HCA_COUNTERS = Table(
+        "hca_counters", METADATA,
+        run_reference(),
+        Column("host", String(255), nullable=False),
+        Column("hca", String(64), nullable=False),
+        Column("port", Integer, nullable=False),
+        Column("observed_at", TIME, nullable=False),
+        Column("counters", Text, nullable=False),
+        Index("ix_hca_counters_run", "run_pk"),
+    )
+
     # rows of these tables belong to one run; retention and rebuilds go through them
-    RUN_TABLES = (HOSTS, FACTS, FINDINGS, CAUSES, GPU_COUNTERS)
+    RUN_TABLES = (HOSTS, FACTS, FINDINGS, CAUSES, GPU_COUNTERS, HCA_COUNTERS)

@@ -13,11 +13,12 @@ import os
 import zlib
 
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.counters import hca_port_counters
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import (
     compressed_facts, extract_blob, fleet_counters)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import IntegrityError
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import (
-    CAUSES, COUNTER_COLUMNS, FACTS, FINDINGS, GPU_COUNTERS, HOSTS, RUNS)
+    CAUSES, COUNTER_COLUMNS, FACTS, FINDINGS, GPU_COUNTERS, HCA_COUNTERS, HOSTS, RUNS)
 
 UNSCOPED = "all"
 
@@ -182,6 +183,20 @@ def counter_rows(run_pk, counters_by_host, facts_by_host, observed_at):
     return rows
 
 
+HCA_COUNTER_COLUMNS = ("run_pk", "host", "hca", "port", "observed_at", "counters")
+
+
+def hca_counter_rows(run_pk, facts_by_host, observed_at):
+    """Rows of hca_counters (tuples in HCA_COUNTER_COLUMNS order): each HCA port's counters of the run's facts."""
+    rows = []
+    for host, facts in facts_by_host.items():
+        ports = hca_port_counters(facts)
+        collected = (facts or {}).get("collected_at") or observed_at
+        for (hca, port), counters in sorted(ports.items()):
+            rows.append((run_pk, host, hca, port, collected, dumps(counters)))
+    return rows
+
+
 def finding_rows(run_pk, identified, history, started):
     rows = []
     for finding, identity, parts in identified:
@@ -217,4 +232,5 @@ def write_run(connection, report, facts_by_host, identified, history, keep_facts
         counters_by_host = fleet_counters(facts_by_host)
     insert_rows(connection, GPU_COUNTERS, COUNTER_ROW_COLUMNS,
                 counter_rows(run_pk, counters_by_host, facts_by_host, started or ""))
+    insert_rows(connection, HCA_COUNTERS, HCA_COUNTER_COLUMNS, hca_counter_rows(run_pk, facts_by_host, started or ""))
     return run_pk
