@@ -14,8 +14,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.checks import
     ENV_NAME, TEMPLATE, any_mapping, batch_list, batch_size, boolean, choice, digits_text, environment, gpu_selection,
     integer, jmespath_expression, list_of, named_list, non_empty_text, number, section, text)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.defaults import (
-    CATALOG_TABLES, CUSTOM_RULE_DEFAULTS, CUSTOM_RULE_REQUIRED, DRAIN_METHODS, RESTART_VALUES,
-    SERVICE_DEFAULTS, THROTTLE_REASON_NAMES, UNIT_TYPES)
+    CATALOG_TABLES, CONTAIN_METHODS, CUSTOM_RULE_DEFAULTS, CUSTOM_RULE_REQUIRED, DRAIN_METHODS, REPAIR_STEPS,
+    RESTART_VALUES, SERVICE_DEFAULTS, TAINT_EFFECTS, THROTTLE_REASON_NAMES, UNIT_TYPES)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.problems import FRAGMENT_PREFIX, POLICY_VAR
 
 SCHEMA_ID = "https://gpufleet.example/schema/policy/1.json"
@@ -27,6 +27,9 @@ _UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.@\\-]+$")
 _ARGUMENT = re.compile(r"^--?[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _RULE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _PACKAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+._-]*$")
+_RULE_PATTERN = re.compile(r"^[a-z*?\[][a-z0-9_.*?\[\]!-]*$")
+_TAINT_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_CONDITION_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 
 
 def unit_name(name):
@@ -85,6 +88,36 @@ CUSTOM_RULE_SCHEMA = section({
     "action": non_empty_text(),
     "fix": choice((None,) + FIX_ROLES),
 }, required=CUSTOM_RULE_REQUIRED)
+
+BREAKER_LIMIT_SCHEMA = section({"max_out_pct": number(0, 100, nullable=True), "max_out": integer(0, nullable=True)})
+
+QUARANTINE_SCHEMA = section({
+    "triggers": list_of(section({
+        "rule": text(_RULE_PATTERN, "a rule id or an fnmatch pattern of rule ids such as 'hardware.gpu_lost' or '*.xid'"),
+        "min_severity": choice((None,) + SEVERITIES),
+        "evidence": any_mapping(nullable=True),
+    }, required=("rule",))),
+    "repairs": section({
+        "steps": list_of(choice(REPAIR_STEPS)),
+        "max_failed_repairs": integer(0, 100),
+    }),
+    "breaker": section({
+        "group": BREAKER_LIMIT_SCHEMA,
+        "fleet": BREAKER_LIMIT_SCHEMA,
+        "groups": list_of(non_empty_text()),
+    }),
+    "contain": section({
+        "method": choice(CONTAIN_METHODS),
+        "services": list_of(text(_UNIT_NAME, "a systemd unit name such as 'vllm.service'")),
+        "delegate_to": non_empty_text(nullable=True),
+        "taint": section({
+            "key": text(_TAINT_KEY, "a Kubernetes taint key such as 'gpufleet.io/quarantine'"),
+            "effect": choice(TAINT_EFFECTS),
+        }),
+        "condition_type": text(_CONDITION_TYPE, "a node condition type such as 'GpufleetQuarantine'"),
+    }),
+    "return": section({"require_validation": choice(("auto", True, False))}),
+})
 
 POLICY_SCHEMA = section({
     "driver": section({
@@ -162,6 +195,7 @@ POLICY_SCHEMA = section({
         "min_hours": number(0, 8760),
     }),
     "loadstep": section({"allowed": boolean()}),
+    "quarantine": QUARANTINE_SCHEMA,
 })
 
 
