@@ -1,0 +1,124 @@
+"""quarantine.yml against a real Slurm cluster (scenario `slurm`: slurmctld on fleet-01, slurmd on every host):
+a node with a lost GPU is drained with a reason naming the finding and the run; the circuit breaker leaves the
+node past its limit in service and says why (exit status 2); an operator's drain is kept with its reason; a node
+whose audit is clean again returns to service; check mode changes nothing (docs/quarantine.md).
+"""
+
+import glob
+import json
+import os
+import tempfile
+import time
+
+import pytest
+
+OPERATOR_REASON = "operator: bad fan"
+STATE = "/var/lib/gpufleet-sim/state.json"
+# the fleet's one inventory group holds the four hosts: with the fleet's limit raised to 75% (3 nodes), the
+# group's default 50% (2 of 4) is the limit that refuses
+BREAKER_AT_HALF = {"gpufleet_policy_quarantine_test": {"quarantine": {"breaker": {"fleet": {"max_out_pct": 75}}}}}
+
+
+@pytest.fixture(scope="module")
+def slurm_fleet(fleet):
+    previous = fleet.scenario
+    fleet.use_scenario("slurm")
+    wait_for(lambda: set(node_states(fleet).values()) == {"IDLE"}, 60, "every slurmd registered and idle")
+    yield fleet
+    fleet.use_scenario(previous)
+
+
+def wait_for(condition, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(1)
+    raise AssertionError("timed out after %d s waiting until %s" % (timeout, what))
+
+
+def node_states(fleet):
+    out = fleet.ssh("fleet-01", "sinfo --Node --noheader --format='%N %T'").stdout
+    return {name: state.upper() for name, state in (line.split() for line in out.splitlines() if line.strip())}
+
+
+def slurm_node(fleet, node):
+    """(State, Reason without its [user@time] stamp) of `scontrol show node --oneliner`."""
+    line = fleet.ssh("fleet-01", "scontrol show node --oneliner %s" % node, check=True).stdout
+    state = line.split(" State=", 1)[1].split()[0]
+    reason = line.split(" Reason=", 1)[1].rsplit(" [", 1)[0].strip() if " Reason=" in line else None
+    return state, reason
+
+
+def set_gpu_lost(fleet, host, lost):
+    """Marks the host's second GPU lost (fallen off the bus) or found again, as the simulator writes its state."""
+    script = ("import json, os; p = %r; s = json.load(open(p)); s['gpus'][1]['lost'] = %r; "
+              "open(p + '.new', 'w').write(json.dumps(s)); os.rename(p + '.new', p)" % (STATE, lost))
+    fleet.ssh(host, "flock /var/lib/gpufleet-sim/state.lock python3 -c \"%s\"" % script, check=True)
+
+
+def quarantine(fleet, check=False, extra_vars=None):
+    report_dir = tempfile.mkdtemp(prefix="quarantine-")
+    run = fleet.playbook("quarantine.yml", check=check,
+                         extra_vars=dict({"gpufleet_report_dir": report_dir}, **(extra_vars or {})))
+    found = glob.glob(os.path.join(report_dir, "*-quarantine*", "quarantine.json"))
+    assert len(found) == 1, run.output()
+    with open(found[0]) as handle:
+        return run, json.load(handle), os.path.basename(os.path.dirname(found[0]))
+
+
+def decided(run, host):
+    return run.result(host, "Say what the plan decided for the node")["msg"]
+
+
+def test_check_mode_shows_the_drain_and_changes_nothing(slurm_fleet):
+    fleet = slurm_fleet
+    set_gpu_lost(fleet, "fleet-02", True)
+    run, document, folder = quarantine(fleet, check=True)
+    assert run.rc == 0, run.output()
+    assert folder.endswith("-quarantine-check") and document["check_mode"] is True
+    assert document["plan"]["hosts"]["fleet-02"]["action"] == "contain"
+    shown = run.result("fleet-02", "Show what would run (check mode)")["msg"]
+    assert "scontrol update NodeName=fleet-02 State=DRAIN Reason=gpufleet: hardware.gpu_lost" in shown
+    assert set(node_states(fleet).values()) == {"IDLE"}
+    assert run.result("fleet-02", "Run the scheduler's commands")["_event"] == "skipped"
+
+
+def test_a_lost_gpu_is_drained_the_breaker_stops_at_its_limit_and_an_operators_drain_stays(slurm_fleet):
+    fleet = slurm_fleet
+    fleet.ssh("fleet-01", "scontrol update nodename=fleet-03 state=drain reason='%s'" % OPERATOR_REASON, check=True)
+    set_gpu_lost(fleet, "fleet-02", True)
+    set_gpu_lost(fleet, "fleet-04", True)
+    run, document, _folder = quarantine(fleet, extra_vars=BREAKER_AT_HALF)
+    assert run.rc == 2, run.output()
+    run_id = document["audit_run"]
+    state, reason = slurm_node(fleet, "fleet-02")
+    assert "DRAIN" in state.split("+")
+    assert reason == ("gpufleet: hardware.gpu_lost GPU 1 (0000:0f:00.0) has fallen off the bus (lost to "
+                      "NVML/nvidia-smi) (run %s)" % run_id), reason
+    # the breaker: fleet-03 (the operator's) and fleet-02 are out, 2 of the group's 4
+    assert slurm_node(fleet, "fleet-04") == ("IDLE", None)
+    plan = document["plan"]["hosts"]
+    assert plan["fleet-04"]["action"] == "left_in_service"
+    assert plan["fleet-04"]["breaker"] == "group fleet has 2 of 4 out, limit 50% (2 nodes)"
+    assert "circuit breaker: group fleet has 2 of 4 out" in run.result("fleet-04", "Give each node its verdict")["msg"]
+    # the operator's drain: kept, with their reason, never replaced
+    assert plan["fleet-03"]["action"] == "operator_out"
+    assert "reason: %s" % OPERATOR_REASON in decided(run, "fleet-03")
+    assert slurm_node(fleet, "fleet-03") == ("IDLE+DRAIN", OPERATOR_REASON)
+    assert run.result("fleet-03", "Take the node out of service")["_event"] == "skipped"
+    assert document["outcomes"]["fleet-02"]["failed"] is False
+
+
+def test_a_quarantined_node_whose_audit_is_clean_returns_to_service(slurm_fleet):
+    fleet = slurm_fleet
+    assert "DRAIN" in slurm_node(fleet, "fleet-02")[0], "the test before drains fleet-02"
+    set_gpu_lost(fleet, "fleet-02", False)
+    set_gpu_lost(fleet, "fleet-04", False)
+    run, document, _folder = quarantine(fleet, extra_vars=BREAKER_AT_HALF)
+    assert run.rc == 0, run.output()
+    assert document["plan"]["hosts"]["fleet-02"]["action"] == "return"
+    assert slurm_node(fleet, "fleet-02") == ("IDLE", None)
+    # never an operator's node
+    assert document["plan"]["hosts"]["fleet-03"]["action"] == "operator_out"
+    assert slurm_node(fleet, "fleet-03") == ("IDLE+DRAIN", OPERATOR_REASON)
