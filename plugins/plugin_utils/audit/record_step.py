@@ -14,6 +14,7 @@ __metaclass__ = type
 import collections
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.fleet_view import fleet_view
+from ansible_collections.gpufleet.core.plugins.plugin_utils.quarantine.service_state import states_on_connection
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import build_report
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import RENDERERS
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.drift_trend import (
@@ -109,6 +110,13 @@ def history_report(transaction, inputs, facts_by_host, host_policies, groups_of_
     return report
 
 
+def with_service_states(report, connection):
+    """The report's hosts that the store has service events of get hosts.<host>.service (quarantine/service_state.py)."""
+    for host, state in states_on_connection(connection, report["hosts"]).items():
+        report["hosts"][host] = dict(report["hosts"][host], service=state)
+    return report
+
+
 def build_and_record(settings, inputs, facts_by_host, host_policies=None, run_dir=None, extracts=None,
                      reports_pending=False, history=True):
     """The run's report (ReportInputs), built once, with its history findings (unless history is false) and its
@@ -128,6 +136,7 @@ def build_and_record(settings, inputs, facts_by_host, host_policies=None, run_di
                                         settings.groups_of_host)
             else:
                 report = build_report(*inputs)
+            with_service_states(report, transaction.connection)
             recorded = transaction.write(report, facts_by_host, run_dir, host_policies, extracts, reports_pending)
     except Exception as exc:  # pylint: disable=broad-except  # any store failure is reported, never fatal
         return mark_failed(report if report is not None else build_report(*inputs), settings, exc)

@@ -20,6 +20,7 @@ import html
 import json
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.coverage import unread_inputs
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.service import html_section as service_section
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
     LAYER_ORDER, LAYERS, NO_FAILURE, SEVERITIES)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.html_timeline import timeline_section
@@ -653,6 +654,7 @@ def render_html(report, timeline=None):
         causes_section(report),
         timeline_section(timeline) if timeline is not None else "",
         problem_hosts_section(report),
+        service_section(report, esc),
         inputs_section(report),
         baselines_section(report),
         table_section(report),

@@ -8,6 +8,7 @@ REPORT_VERSION keys are only added; consumers ignore keys they do not know. Exce
 (report_format.compact) a host's findings are positions in the top-level findings and shared actions sit
 in `actions`; report_format.expanded reads every 1.x document back into this shape. 1.3: changes.persisting
 lists identities instead of objects (docs/report-format.md). 1.4: a host's inputs (reports/coverage.py).
+1.5: a host's service state (reports/service.py, quarantine/service_state.py).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,7 +26,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
 )
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import severity_rank
 
-REPORT_VERSION = "1.4"
+REPORT_VERSION = "1.5"
 HOST_STATUSES = ("ok", "unreachable", "failed")
 # complete: every host of the audit's pattern was targeted; partial: only some (--limit); failed: no
 # host's facts could be read. A report built without a status is complete (callers of build_report).

@@ -22,6 +22,7 @@ import re
 
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYERS, SEVERITIES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import HOST_STATUSES, REPORT_VERSION
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.service import prometheus_lines as service_families
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.since_previous import prometheus_lines as history_families
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
@@ -178,4 +179,5 @@ def render_prometheus(report):
     if run_status(report) == "complete":
         lines += cause_families(report)
     lines += history_families(report, family, sample)
+    lines += service_families(report, family, sample, epoch_seconds)
     return "\n".join(lines) + "\n"

@@ -17,7 +17,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import in
 MIGRATIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "migrations")
 # The revisions in migrations/versions, oldest first (a test checks them against Alembic's own view). An
 # audit reads the store's revision with one query and loads Alembic only when the store must change.
-REVISIONS = ("0001", "0002", "0003")
+REVISIONS = ("0001", "0002", "0003", "0005")
 HEAD = REVISIONS[-1]
 
 

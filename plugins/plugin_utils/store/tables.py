@@ -21,7 +21,7 @@ def run_reference():
     return Column("run_pk", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False)
 
 
-METADATA = RUNS = HOSTS = FACTS = FINDINGS = CAUSES = BASELINES = GPU_COUNTERS = TIME = None
+METADATA = RUNS = HOSTS = FACTS = FINDINGS = CAUSES = BASELINES = GPU_COUNTERS = SERVICE_EVENTS = TIME = None
 RUN_TABLES = ()
 if IMPORT_ERROR is None:  # without SQLAlchemy the module imports, and the store says what is missing
     METADATA = MetaData()
@@ -115,6 +115,26 @@ if IMPORT_ERROR is None:  # without SQLAlchemy the module imports, and the store
         *[Column(name, BigInteger) for name in COUNTER_COLUMNS],
         Index("ix_counters_gpu", "gpu_key", "run_pk"),
         Index("ix_counters_run", "run_pk"),
+    )
+
+    # revision 0005: what quarantine and repair did to a node, one row per event, in the order recorded; a node's
+    # service state is derived from them (quarantine/service_state.py), never stored. Not a run's table: the
+    # events outlive the runs that retention removes.
+    SERVICE_EVENTS = Table(
+        "service_events", METADATA,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("host", String(255), nullable=False),
+        Column("event", String(32), nullable=False),
+        Column("at", TIME, nullable=False),
+        Column("run_id", String(255)),
+        Column("scheduler", String(16), nullable=False),
+        Column("rule", String(200)),
+        Column("finding", Text),
+        Column("reason", Text),
+        Column("step", String(16)),
+        Column("result", String(16)),
+        Column("detail", Text),
+        Index("ix_service_events_host", "host", "id"),
     )
 
     # rows of these tables belong to one run; retention and rebuilds go through them

@@ -46,7 +46,7 @@ IMPORT_RULES = (
      ("plugin_utils.store", "plugin_utils.cli", "modules"), ()),
     (("plugin_utils/audit",),
      ("plugin_utils.cli", "plugin_utils.incident", "plugin_utils.loadstep", "plugin_utils.rollout"), ()),
-    (("plugin_utils/quarantine",), ("plugin_utils.cli", "plugin_utils.loadstep", "modules"), ()),
+    (("plugin_utils/quarantine",), ("plugin_utils.cli", "modules"), ()),
     (("plugin_utils/run_folder.py", "plugin_utils/text_safety.py", "plugin_utils/bounded_data.py",
       "plugin_utils/collection_version.py", "plugin_utils/orchestration.py", "plugin_utils/acting_target.py",
       "plugin_utils/systemd_dropins.py"),

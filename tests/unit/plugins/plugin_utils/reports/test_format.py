@@ -33,8 +33,8 @@ def on_disk(report):
     return json.loads(report_writer.render_json(report))
 
 
-def test_the_version_is_1_4():
-    assert REPORT_VERSION == "1.4"
+def test_the_version_is_1_5():
+    assert REPORT_VERSION == "1.5"
 
 
 def test_a_1_2_documents_persisting_objects_read_as_identities():

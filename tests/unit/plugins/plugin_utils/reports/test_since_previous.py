@@ -36,7 +36,7 @@ def test_report_json_with_changes_matches_the_schema(tmp_path):
     report = json.loads(render_json(two_runs(tmp_path)))
     with open(os.path.join(ROOT, "docs", "schema", "report.schema.json"), encoding="utf-8") as stream:
         jsonschema.validate(report, json.load(stream))
-    assert report["report_version"] == "1.4"
+    assert report["report_version"] == "1.5"
     assert report["changes"]["persisting"] == [f["identity"] for f in report["findings"] if f["runs_open"] == 2]
 
 
