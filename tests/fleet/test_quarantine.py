@@ -57,24 +57,35 @@ def set_gpu_lost(fleet, host, lost):
     fleet.ssh(host, "flock /var/lib/gpufleet-sim/state.lock python3 -c \"%s\"" % script, check=True)
 
 
-def quarantine(fleet, check=False, extra_vars=None):
-    report_dir = tempfile.mkdtemp(prefix="quarantine-")
+@pytest.fixture(scope="module")
+def report_dir():
+    """One report root for the module's runs: its run store remembers the nodes' service states between them."""
+    return tempfile.mkdtemp(prefix="quarantine-")
+
+
+def quarantine(fleet, report_dir, check=False, extra_vars=None):
+    before = set(glob.glob(os.path.join(report_dir, "*-quarantine*")))
     run = fleet.playbook("quarantine.yml", check=check,
                          extra_vars=dict({"gpufleet_report_dir": report_dir}, **(extra_vars or {})))
-    found = glob.glob(os.path.join(report_dir, "*-quarantine*", "quarantine.json"))
+    found = sorted(set(glob.glob(os.path.join(report_dir, "*-quarantine*"))) - before)
     assert len(found) == 1, run.output()
-    with open(found[0]) as handle:
-        return run, json.load(handle), os.path.basename(os.path.dirname(found[0]))
+    with open(os.path.join(found[0], "quarantine.json")) as handle:
+        return run, json.load(handle), os.path.basename(found[0])
+
+
+def service_states(run_dir):
+    with open(os.path.join(run_dir, "service.json")) as handle:
+        return json.load(handle)["hosts"]
 
 
 def decided(run, host):
     return run.result(host, "Say what the plan decided for the node")["msg"]
 
 
-def test_check_mode_shows_the_drain_and_changes_nothing(slurm_fleet):
+def test_check_mode_shows_the_drain_and_changes_nothing(slurm_fleet, report_dir):
     fleet = slurm_fleet
     set_gpu_lost(fleet, "fleet-02", True)
-    run, document, folder = quarantine(fleet, check=True)
+    run, document, folder = quarantine(fleet, report_dir, check=True)
     assert run.rc == 0, run.output()
     assert folder.endswith("-quarantine-check") and document["check_mode"] is True
     assert document["plan"]["hosts"]["fleet-02"]["action"] == "contain"
@@ -84,12 +95,12 @@ def test_check_mode_shows_the_drain_and_changes_nothing(slurm_fleet):
     assert run.result("fleet-02", "Run the scheduler's commands")["_event"] == "skipped"
 
 
-def test_a_lost_gpu_is_drained_the_breaker_stops_at_its_limit_and_an_operators_drain_stays(slurm_fleet):
+def test_a_lost_gpu_is_drained_the_breaker_stops_at_its_limit_and_an_operators_drain_stays(slurm_fleet, report_dir):
     fleet = slurm_fleet
     fleet.ssh("fleet-01", "scontrol update nodename=fleet-03 state=drain reason='%s'" % OPERATOR_REASON, check=True)
     set_gpu_lost(fleet, "fleet-02", True)
     set_gpu_lost(fleet, "fleet-04", True)
-    run, document, _folder = quarantine(fleet, extra_vars=BREAKER_AT_HALF)
+    run, document, folder = quarantine(fleet, report_dir, extra_vars=BREAKER_AT_HALF)
     assert run.rc == 2, run.output()
     run_id = document["audit_run"]
     state, reason = slurm_node(fleet, "fleet-02")
@@ -108,17 +119,27 @@ def test_a_lost_gpu_is_drained_the_breaker_stops_at_its_limit_and_an_operators_d
     assert slurm_node(fleet, "fleet-03") == ("IDLE+DRAIN", OPERATOR_REASON)
     assert run.result("fleet-03", "Take the node out of service")["_event"] == "skipped"
     assert document["outcomes"]["fleet-02"]["failed"] is False
+    # the store's service state: fleet-02 quarantined for its finding, fleet-03 out by the operator
+    states = service_states(os.path.join(report_dir, folder))
+    assert states["fleet-02"]["state"] == "quarantined" and states["fleet-02"]["rule"] == "hardware.gpu_lost"
+    assert states["fleet-02"]["reason"] == reason and states["fleet-02"]["scheduler"] == "slurm"
+    assert states["fleet-03"]["state"] == "operator_out" and states["fleet-03"]["reason"] == OPERATOR_REASON
+    assert states["fleet-04"]["state"] == "in_service"
+    assert states["fleet-04"]["last_event"]["reason"] == plan["fleet-04"]["breaker"]
 
 
-def test_a_quarantined_node_whose_audit_is_clean_returns_to_service(slurm_fleet):
+def test_a_quarantined_node_whose_audit_is_clean_returns_to_service(slurm_fleet, report_dir):
     fleet = slurm_fleet
     assert "DRAIN" in slurm_node(fleet, "fleet-02")[0], "the test before drains fleet-02"
     set_gpu_lost(fleet, "fleet-02", False)
     set_gpu_lost(fleet, "fleet-04", False)
-    run, document, _folder = quarantine(fleet, extra_vars=BREAKER_AT_HALF)
+    run, document, folder = quarantine(fleet, report_dir, extra_vars=BREAKER_AT_HALF)
     assert run.rc == 0, run.output()
     assert document["plan"]["hosts"]["fleet-02"]["action"] == "return"
     assert slurm_node(fleet, "fleet-02") == ("IDLE", None)
     # never an operator's node
     assert document["plan"]["hosts"]["fleet-03"]["action"] == "operator_out"
     assert slurm_node(fleet, "fleet-03") == ("IDLE+DRAIN", OPERATOR_REASON)
+    states = service_states(os.path.join(report_dir, folder))
+    assert states["fleet-02"]["state"] == "in_service" and states["fleet-02"]["last_event"]["event"] == "returned"
+    assert states["fleet-03"]["state"] == "operator_out"

@@ -82,6 +82,8 @@ def build_plan(args):
         nodes_from_queries(args.get("queries") or {}, quarantine_policies), args.get("service_states") or {},
         args.get("groups") or {}, args.get("fleet") or hosts)
     add_commands(plan, quarantine_policies, args.get("queries") or {}, utc_now())
+    for host, decision in plan["hosts"].items():
+        decision["recorded_state"] = ((args.get("service_states") or {}).get(host) or {}).get("state")
     for host in missing:
         plan["hosts"][host] = {"host": host, "action": "unverified", "triggers": [],
                                "why": "nothing decided: its policy is unknown (the policy check failed)"}
@@ -150,6 +152,40 @@ def final_exit_status(verdicts):
     return EXIT_DONE
 
 
+def _event(host, decision, kind, **fields):
+    event = {"host": host, "event": kind, "scheduler": decision.get("scheduler") or "none"}
+    event.update((key, value) for key, value in fields.items() if value)
+    return event
+
+
+def service_events(decisions, outcomes):
+    """The service events of this run for gpufleet.core.service_state: what was done, not what was planned; an
+    operator's node once, when the store does not know it out yet."""
+    events = []
+    for host in sorted(decisions):
+        decision, outcome = decisions[host], outcomes.get(host) or {}
+        action = decision.get("action")
+        if outcome.get("failed"):
+            continue
+        if action == "contain":
+            events.append(_event(host, decision, "quarantined", rule=decision.get("rule"),
+                                 finding=decision.get("finding"), reason=decision.get("reason")))
+        elif action == "left_in_service":
+            trigger = (decision.get("triggers") or [{}])[0]
+            events.append(_event(host, decision, "left_in_service", rule=trigger.get("rule"),
+                                 finding=trigger.get("summary"), reason=decision.get("breaker")))
+        elif action == "operator_out" and decision.get("recorded_state") != "operator_out":
+            events.append(_event(host, decision, "operator_out", reason=decision.get("node_reason")))
+        elif action == "repair":
+            trigger = (decision.get("triggers") or [{}])[0]
+            events.append(_event(host, decision, "kept_out", rule=trigger.get("rule"), finding=trigger.get("summary"),
+                                 reason=decision.get("node_reason")))
+            events.extend(dict(_event(host, decision, "repair"), **repair) for repair in outcome.get("repairs") or [])
+        elif action == "return" and outcome.get("step") == "return":
+            events.append(_event(host, decision, "returned", detail=outcome.get("msg")))
+    return events
+
+
 def report_step(args, check_mode):
     """Adds each host's outcome to quarantine.json and gives each host its verdict."""
     path = os.path.join(args["run_dir"], QUARANTINE_FILE)
@@ -163,4 +199,5 @@ def report_step(args, check_mode):
     document.update(outcomes=outcomes, finished_at=utc_now(), exit_status=final_exit_status(verdicts))
     write_document(path, document)
     return {"host_verdicts": {host: {"verdict": verdict, "msg": msg} for host, (verdict, msg) in verdicts.items()},
-            "exit_status": document["exit_status"], "path": path}
+            "exit_status": document["exit_status"], "path": path, "events": service_events(decisions, outcomes),
+            "run_id": os.path.basename(os.path.normpath(args["run_dir"]))}
