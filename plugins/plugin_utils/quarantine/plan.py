@@ -145,6 +145,8 @@ def unverified_reason(host, audit_hosts, findings, node, triggered):
     gap = collection_gap(findings)
     if gap and (gap[0] != "partial" or not triggered):
         return "its collection was %s: %s" % gap
+    if node.get("refused"):
+        return "not acted on: %s" % node["refused"]
     if not node.get("known"):
         return "the scheduler (%s) could not be asked about it%s" % (
             node.get("scheduler") or "unknown", ": %s" % node["error"] if node.get("error") else "")
@@ -238,7 +240,8 @@ def plan_quarantine(findings_by_host, audit_hosts, run_id, policies_by_host, nod
         unverified = unverified_reason(host, audit_hosts, findings, node, bool(triggers))
         if unverified:
             decisions[host] = {"host": host, "scheduler": node.get("scheduler"), "action": "unverified",
-                               "why": "nothing decided: %s" % unverified, "triggers": []}
+                               "why": "nothing decided: %s" % unverified,
+                               "triggers": [_finding_brief(finding) for finding in triggers]}
             continue
         decisions[host] = _decide(host, policies_by_host[host], node, service_states.get(host) or {}, triggers, run_id)
     out = _out_now(decisions, nodes, service_states)

@@ -57,6 +57,9 @@ def nodes_from_queries(queries, quarantine_policies):
         if not isinstance(query, dict):
             nodes[host] = {"known": False, "error": "the scheduler was not asked (the host left the play)"}
             continue
+        if query.get("refused"):
+            nodes[host] = {"known": False, "refused": query["refused"]}
+            continue
         nodes[host] = node_state(policy["contain"]["method"], query.get("slurm"), query.get("kubectl"),
                                  query.get("names") or {}, policy["contain"])
     return nodes
