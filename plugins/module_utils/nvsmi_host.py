@@ -17,22 +17,35 @@ from ansible_collections.gpufleet.core.plugins.module_utils.gpu_processes import
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_xml import collect_nvidia_smi
 
 
+LOST_EXIT = 15  # nvidia-smi's exit status when it could not open a GPU that is lost (NVML_ERROR_GPU_IS_LOST)
+
+
 class NvidiaSmiHostError(Exception):
     """Stops the run with this message; each module's error derives from it."""
 
 
-def read_gpus(host, timeout, what, require_complete=False):
+def read_gpus(host, timeout, what, require_complete=False, lost_answer=False):
     """{index: gpus[] fact} from nvidia-smi -q -x (and the MIG listings); NvidiaSmiHostError naming `what`
     when there is no report, or with require_complete, when any call of the collection failed.
 
-    A GPU whose process list the report did not give completely has "processes" None (unknown)."""
+    A GPU whose process list the report did not give completely has "processes" None (unknown). lost_answer: the
+    exit status nvidia-smi gives for lost GPUs (15, each lost GPU named) leaves the GPUs that answered known."""
     facts = new_facts()
     recording = RecordingHost(host)
     if not collect_nvidia_smi(recording, facts, timeout) or (require_complete and facts["errors"]):
         reasons = "; ".join("%s: %s" % (error["call"], error["reason"]) for error in facts["errors"])
         raise NvidiaSmiHostError("cannot read %s: %s" % (what, reasons or "nvidia-smi gave no report"))
+    if lost_answer:
+        facts["errors"] = errors_beside_lost_gpus(facts)
     mark_unknown(facts, recording.last_query_xml)
     return dict((gpu["index"], gpu) for gpu in facts["gpus"])
+
+
+def errors_beside_lost_gpus(facts):
+    """The facts' errors less nvidia-smi's exit status 15 (NVML's "GPU is lost") when lost GPUs explain it."""
+    if not any(gpu.get("lost") for gpu in facts["gpus"]):
+        return facts["errors"]
+    return [error for error in facts["errors"] if not (error.get("gpu") is None and error.get("code") == LOST_EXIT)]
 
 
 def check_present(gpus, indexes):

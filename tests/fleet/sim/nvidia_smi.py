@@ -576,11 +576,20 @@ def reinitialize_gpu(state, gpu, keep_settings):
         gpu["compute_mode"] = "Default"
 
 
+def repair_fails(state, step):
+    """state["repair"]["reset_fails"] / ["reboot_fails"]: a scenario's GPU that a reset or a reboot does not bring
+    back (docs: sim/README.md, "Repairs")."""
+    return bool((state.get("repair") or {}).get("%s_fails" % step))
+
+
 def load_kernel_module(state):
-    """The module loads with the installed library's version; GPUs come up fresh."""
+    """The module loads with the installed library's version; GPUs come up fresh (a lost GPU stays lost when the
+    state says reboots fail)."""
     driver = state["driver"]
     driver["kernel_module_version"] = driver.get("library_version") or None
     lost = set(driver.get("lost_on_load") or [])
+    if repair_fails(state, "reboot"):
+        lost |= set(position for position, gpu in enumerate(state["gpus"]) if gpu.get("lost"))
     for position, gpu in enumerate(state["gpus"]):
         gpu["lost"] = position in lost
         reinitialize_gpu(state, gpu, keep_settings=bool(state.get("reboot_keeps_settings")))
@@ -726,6 +735,34 @@ def set_mig_mode(state, gpus, enable, procs, out):
     out.say("All done.")
 
 
+def reset_targets(state, id_text):
+    """[(index, gpu)] that -r resets: -i names visible GPUs by index, PCI bus id or UUID, and a lost GPU by its bus id
+    or UUID (index None); without -i, every GPU, lost ones included."""
+    visible = list(enumerate(visible_gpus(state)))
+    lost = [(None, gpu) for gpu in lost_gpus(state)]
+    if id_text is None or id_text is True:
+        return visible + lost
+    chosen = []
+    for token in str(id_text).split(","):
+        token = token.strip()
+        match = [(index, gpu) for index, gpu in visible if token.isdigit() and index == int(token)]
+        match += [(index, gpu) for index, gpu in visible + lost
+                  if token.upper() in (gpu["uuid"].upper(), gpu["pci_bus_id"].upper())]
+        if not match:
+            raise SmiError("No devices were found", RC_NOT_FOUND)
+        if match[0] not in chosen:
+            chosen.append(match[0])
+    return chosen
+
+
+def reset_failures(state, gpus, out):
+    """A state whose resets fail: the real tool's failure text, exit status 15 for a lost GPU, else 255."""
+    for _index, gpu in gpus:
+        out.say("Unable to reset GPU %s: %s" % (gpu["pci_bus_id"], "GPU is lost" if gpu.get("lost") else "Unknown Error"))
+    out.say("Terminating early due to previous errors.")
+    out.fail(RC_GPU_LOST if any(gpu.get("lost") for _index, gpu in gpus) else RC_UNKNOWN)
+
+
 def reset_gpus(state, gpus, procs, out):
     if state.get("mig_mode_change") == "reboot_required":
         for _index, gpu in gpus:
@@ -743,8 +780,12 @@ def reset_gpus(state, gpus, procs, out):
         out.say("%s %s" % (count, explanation))
         out.fail(RC_UNKNOWN)
         return
+    if repair_fails(state, "reset"):
+        reset_failures(state, gpus, out)
+        return
     for _index, gpu in gpus:
         reinitialize_gpu(state, gpu, keep_settings=True)
+        gpu["lost"] = False
         out.say("GPU %s was successfully reset." % gpu["pci_bus_id"])
     out.say("All done.")
 
@@ -1528,7 +1569,7 @@ def simulator_command(options):
 def mig_command(state, argv, out):
     options = parse_options(argv, MIG_FLAGS, MIG_VALUES, MIG_OPTIONAL_VALUES)
     procs = live_processes()
-    gpus = selected_gpus(state, options.get("id"))
+    gpus = reset_targets(state, options.get("id")) if options.get("reset") else selected_gpus(state, options.get("id"))
     if options.get("lgip"):
         list_gpu_instance_profiles(state, gpus, out)
     elif options.get("lgipp"):
@@ -1554,7 +1595,7 @@ def mig_command(state, argv, out):
 def device_command(state, options, out):
     """The top-level commands; returns the XML text for -q -x, else None."""
     procs = live_processes()
-    gpus = selected_gpus(state, options.get("id"))
+    gpus = reset_targets(state, options.get("id")) if options.get("reset") else selected_gpus(state, options.get("id"))
     if options.get("query"):
         if not options.get("xml"):
             raise SmiError(INVALID_COMBINATION, RC_INVALID_ARGUMENT)

@@ -652,3 +652,55 @@ def test_a_worker_on_a_mig_device_holds_its_instance(tmp_path):
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=10)
+
+
+# ---------------------------------------------------------------- repairs (issue 29)
+
+def lose_gpu(root, position, **repair):
+    state = read_state(root)
+    state["gpus"][position]["lost"] = True
+    if repair:
+        state["repair"] = repair
+    sim_state.write_state(state, root)
+
+
+def test_a_reset_by_bus_id_brings_a_lost_gpu_back(tmp_path):
+    root = make_root(tmp_path, H100, 2)
+    bus = read_state(root)["gpus"][0]["pci_bus_id"]
+    lose_gpu(root, 0)
+    rc, _out, err = smi(root, "-L")
+    assert rc == 15 and "%s: GPU is lost" % bus in err
+    out = ok(root, "-r", "-i", bus)
+    assert "GPU %s was successfully reset." % bus in out
+    assert ok(root, "-L").count("GPU ") == 2 and not read_state(root)["gpus"][0]["lost"]
+
+
+def test_a_reset_without_id_resets_lost_gpus_too(tmp_path):
+    root = make_root(tmp_path, H100, 2)
+    lose_gpu(root, 1)
+    out = ok(root, "-r")
+    assert out.count("was successfully reset.") == 2
+    assert ok(root, "-L").count("GPU ") == 2
+
+
+def test_a_failing_reset_prints_the_tools_failure_and_changes_nothing(tmp_path):
+    root = make_root(tmp_path, H100, 2)
+    bus = read_state(root)["gpus"][0]["pci_bus_id"]
+    lose_gpu(root, 0, reset_fails=True)
+    rc, out, _err = smi(root, "-r", "-i", bus)
+    assert rc == 15
+    assert out.splitlines()[:2] == ["Unable to reset GPU %s: GPU is lost" % bus, "Terminating early due to previous errors."]
+    assert read_state(root)["gpus"][0]["lost"] is True
+    rc, out, _err = smi(root, "-r", "-i", "0")  # the healthy GPU, now index 0
+    assert rc == 255 and "Unknown Error" in out
+
+
+def test_a_reboot_brings_a_lost_gpu_back_unless_reboots_fail(tmp_path):
+    root = make_root(tmp_path, H100, 2)
+    assert smi_fast(root, "--sim-boot")[0] == 0  # the first boot
+    lose_gpu(root, 1)
+    assert smi_fast(root, "--sim-boot")[0] == 0  # a reboot
+    assert not read_state(root)["gpus"][1]["lost"]
+    lose_gpu(root, 1, reboot_fails=True)
+    assert smi_fast(root, "--sim-boot")[0] == 0
+    assert read_state(root)["gpus"][1]["lost"] is True
