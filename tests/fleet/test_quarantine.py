@@ -50,10 +50,13 @@ def slurm_node(fleet, node):
     return state, reason
 
 
-def set_gpu_lost(fleet, host, lost):
-    """Marks the host's second GPU lost (fallen off the bus) or found again, as the simulator writes its state."""
+def set_gpu_lost(fleet, host, lost, reset_fails=False, reboot_fails=False):
+    """Marks the host's second GPU lost (fallen off the bus) or found again, and whether a reset or a reboot brings
+    it back (tests/fleet/sim/README.md), as the simulator writes its state."""
     script = ("import json, os; p = %r; s = json.load(open(p)); s['gpus'][1]['lost'] = %r; "
-              "open(p + '.new', 'w').write(json.dumps(s)); os.rename(p + '.new', p)" % (STATE, lost))
+              "s['repair'] = {'reset_fails': %r, 'reboot_fails': %r}; "
+              "open(p + '.new', 'w').write(json.dumps(s)); os.rename(p + '.new', p)"
+              % (STATE, lost, reset_fails, reboot_fails))
     fleet.ssh(host, "flock /var/lib/gpufleet-sim/state.lock python3 -c \"%s\"" % script, check=True)
 
 
@@ -143,3 +146,30 @@ def test_a_quarantined_node_whose_audit_is_clean_returns_to_service(slurm_fleet,
     states = service_states(os.path.join(report_dir, folder))
     assert states["fleet-02"]["state"] == "in_service" and states["fleet-02"]["last_event"]["event"] == "returned"
     assert states["fleet-03"]["state"] == "operator_out"
+
+
+def test_a_failed_reset_is_followed_by_a_reboot_then_by_the_return_to_vendor_packet(slurm_fleet, report_dir):
+    fleet = slurm_fleet
+    set_gpu_lost(fleet, "fleet-04", True, reset_fails=True, reboot_fails=True)
+    run, document, _folder = quarantine(fleet, report_dir, extra_vars=BREAKER_AT_HALF)
+    assert run.rc == 0 and document["plan"]["hosts"]["fleet-04"]["action"] == "contain", run.output()
+    steps = []
+    for step in ("reset", "reboot"):
+        run, document, folder = quarantine(fleet, report_dir, extra_vars=BREAKER_AT_HALF)
+        assert run.rc == 0, run.output()
+        decision = document["plan"]["hosts"]["fleet-04"]
+        assert decision["action"] == "repair" and decision["next_repair"] == step
+        assert document["outcomes"]["fleet-04"]["msg"].startswith("%s: failed: " % step)
+        steps.append([(r["step"], r["result"]) for r in service_states(os.path.join(report_dir, folder))["fleet-04"]["repairs"]])
+        assert "DRAIN" in slurm_node(fleet, "fleet-04")[0].split("+")
+    assert steps == [[("reset", "failed")], [("reset", "failed"), ("reboot", "failed")]]
+    assert "GPU is lost" in document["outcomes"]["fleet-04"]["msg"] or "nvidia-smi exited" in document["outcomes"]["fleet-04"]["msg"]
+    # two failed repairs (the policy's max_failed_repairs): the return-to-vendor packet
+    run, document, folder = quarantine(fleet, report_dir, extra_vars=BREAKER_AT_HALF)
+    assert run.rc == 0, run.output()
+    assert document["plan"]["hosts"]["fleet-04"]["next_repair"] == "rma"
+    assert document["outcomes"]["fleet-04"]["msg"].startswith("rma: ")
+    set_gpu_lost(fleet, "fleet-04", False)
+    run, document, _folder = quarantine(fleet, report_dir, extra_vars=BREAKER_AT_HALF)
+    assert run.rc == 0 and document["plan"]["hosts"]["fleet-04"]["action"] == "return", run.output()
+    assert slurm_node(fleet, "fleet-04") == ("IDLE", None)

@@ -13,6 +13,7 @@ A decision's "action" is one of ACTIONS:
   operator_out     out of service by someone else: kept as it is, with their reason
   repair           quarantined by gpufleet and its findings still ask for it: the next repair
   return           quarantined by gpufleet and its audit is clean: a candidate to go back
+  hold             quarantined by gpufleet, clean, but not returned (the validation the policy asks for is missing)
   unverified       the audit could not read the node, or the scheduler could not be asked: nothing is decided
   in_service       nothing to do
 """
@@ -24,7 +25,7 @@ import fnmatch
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import severity_rank
 
-ACTIONS = ("contain", "left_in_service", "operator_out", "repair", "return", "unverified", "in_service")
+ACTIONS = ("contain", "left_in_service", "operator_out", "repair", "return", "hold", "unverified", "in_service")
 # ansible-playbook-like exit statuses quarantine.yml ends with (docs/quarantine.md, "Exit status")
 EXIT_DONE, EXIT_BREAKER, EXIT_NOT_DONE = 0, 2, 4
 # every reason gpufleet puts on a node starts with it: a drain with another reason is an operator's
@@ -195,7 +196,7 @@ def _out_now(decisions, nodes, service_states):
     out = {host for host, node in nodes.items() if node.get("out")}
     out |= {host for host, state in service_states.items()
             if state.get("state") in ("quarantined", "operator_out") and not (nodes.get(host) or {}).get("known")}
-    out |= {host for host, decision in decisions.items() if decision["action"] in ("repair", "return", "operator_out")}
+    out |= {host for host, decision in decisions.items() if decision["action"] in ("repair", "return", "hold", "operator_out")}
     return out
 
 
@@ -246,6 +247,11 @@ def plan_quarantine(findings_by_host, audit_hosts, run_id, policies_by_host, nod
         decisions[host] = _decide(host, policies_by_host[host], node, service_states.get(host) or {}, triggers, run_id)
     out = _out_now(decisions, nodes, service_states)
     _apply_breaker(decisions, policies_by_host, groups, fleet, out)
-    counts = {action: sorted(h for h, d in decisions.items() if d["action"] == action) for action in ACTIONS}
     return {"run_id": run_id, "hosts": decisions, "exit_status": exit_status(decisions),
-            "summary": {action: hosts for action, hosts in counts.items() if hosts}, "out_after": sorted(out)}
+            "summary": summary(decisions), "out_after": sorted(out)}
+
+
+def summary(decisions):
+    """{action: [hosts]} for the actions some host has."""
+    counts = {action: sorted(h for h, d in decisions.items() if d["action"] == action) for action in ACTIONS}
+    return {action: hosts for action, hosts in counts.items() if hosts}

@@ -17,12 +17,32 @@ import os
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.quarantine.contain import commands, node_state
 from ansible_collections.gpufleet.core.plugins.plugin_utils.quarantine.plan import (
-    EXIT_BREAKER, EXIT_DONE, EXIT_NOT_DONE, plan_quarantine)
+    EXIT_BREAKER, EXIT_DONE, EXIT_NOT_DONE, plan_quarantine, summary)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.format import expanded
 from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (
     CHECK_MODE_SUFFIX, QUARANTINE_FILE, REPORT_MODE, new_run_dir, write_atomically)
 
 FORMAT = 1
+MODULES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "modules")
+# steps that act on the node and need it idle; rma writes a packet on the controller
+NODE_REPAIRS = ("reset", "reboot")
+
+
+def collection_has(module):
+    """Whether this collection has the module (gpu_validate and rma_packet are written by other parts)."""
+    return os.path.exists(os.path.join(MODULES_DIR, "%s.py" % module))
+
+
+def next_repair(repairs, steps, max_failed_repairs):
+    """The next repair of a quarantined node: the first allowed node repair not tried yet, in the policy's order,
+    until max_failed_repairs failed; then rma (once) when allowed; None when nothing is left."""
+    tried = [repair.get("step") for repair in repairs or ()]
+    failed = sum(1 for repair in repairs or () if repair.get("result") == "failed")
+    if failed < max_failed_repairs:
+        for step in steps:
+            if step in NODE_REPAIRS and step not in tried:
+                return step
+    return "rma" if "rma" in steps and "rma" not in tried else None
 
 
 def utc_now():
@@ -87,6 +107,7 @@ def build_plan(args):
     add_commands(plan, quarantine_policies, args.get("queries") or {}, utc_now())
     for host, decision in plan["hosts"].items():
         decision["recorded_state"] = ((args.get("service_states") or {}).get(host) or {}).get("state")
+    plan["summary"] = summary(plan["hosts"])
     for host in missing:
         plan["hosts"][host] = {"host": host, "action": "unverified", "triggers": [],
                                "why": "nothing decided: its policy is unknown (the policy check failed)"}
@@ -102,6 +123,24 @@ def add_commands(plan, quarantine_policies, queries, now):
         contain = quarantine_policies[host]["contain"]
         decision["commands"] = commands(decision, contain, (queries.get(host) or {}).get("names") or {}, now)
         decision["services"] = list(contain.get("services") or []) if decision.get("scheduler") == "services" else []
+        if decision["action"] == "repair":
+            repairs = quarantine_policies[host]["repairs"]
+            decision["next_repair"] = next_repair(decision.get("repairs"), repairs["steps"],
+                                                  repairs["max_failed_repairs"])
+        if decision["action"] == "return":
+            decision["validation"] = validation_for(quarantine_policies[host]["return"]["require_validation"])
+            if decision["validation"] == "unavailable":
+                decision.update(action="hold", why="not returned: the policy requires validation "
+                                "(quarantine.return.require_validation) and gpu_validate is not available")
+
+
+def validation_for(required):
+    """run: validate before the return; skip: a clean audit is enough; unavailable: required, and no gpu_validate."""
+    if required is False:
+        return "skip"
+    if collection_has("gpu_validate"):
+        return "run"
+    return "unavailable" if required is True else "skip"
 
 
 def host_values(hostvars, hosts, name):
@@ -127,7 +166,7 @@ def plan_step(args, check_mode):
                 "exit_status": plan["exit_status"]}
     write_document(os.path.join(run_dir, QUARANTINE_FILE), document)
     return {"run_dir": run_dir, "audit_run": plan["run_id"], "hosts": plan["hosts"], "summary": plan["summary"],
-            "exit_status": plan["exit_status"]}
+            "exit_status": plan["exit_status"], "rma_packet": collection_has("rma_packet")}
 
 
 # ---------------------------------------------------------------- the outcome
@@ -179,7 +218,7 @@ def service_events(decisions, outcomes):
                                  finding=trigger.get("summary"), reason=decision.get("breaker")))
         elif action == "operator_out" and decision.get("recorded_state") != "operator_out":
             events.append(_event(host, decision, "operator_out", reason=decision.get("node_reason")))
-        elif action == "repair":
+        elif action in ("repair", "hold"):
             trigger = (decision.get("triggers") or [{}])[0]
             events.append(_event(host, decision, "kept_out", rule=trigger.get("rule"), finding=trigger.get("summary"),
                                  reason=decision.get("node_reason")))

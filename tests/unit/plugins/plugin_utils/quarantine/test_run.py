@@ -5,8 +5,11 @@ import copy
 import json
 import os
 
+import pytest
+
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.defaults import DEFAULT_POLICY
-from ansible_collections.gpufleet.core.plugins.plugin_utils.quarantine.run import plan_step, report_step
+from ansible_collections.gpufleet.core.plugins.plugin_utils.quarantine.run import (
+    collection_has, next_repair, plan_step, report_step)
 
 LOST = {"rule": "hardware.gpu_lost", "layer": "hardware", "severity": "critical", "gpu": "0000:0f:00.0",
         "summary": "GPU 1 has fallen off the bus", "evidence": {"lost": True}, "action": "drain", "fix": None}
@@ -81,3 +84,35 @@ def test_the_outcome_gives_verdicts_exit_status_and_service_events(tmp_path):
     assert failed["exit_status"] == 4 and failed["events"][0]["host"] == "n2"
     assert failed["host_verdicts"]["n1"] == {"verdict": "not_audited",
                                              "msg": "contain: contain failed: scontrol exited 1"}
+
+
+@pytest.mark.parametrize("repairs, steps, max_failed, expected", [
+    ([], ["reset", "reboot", "rma"], 2, "reset"),
+    ([{"step": "reset", "result": "failed"}], ["reset", "reboot", "rma"], 2, "reboot"),
+    ([{"step": "reset", "result": "failed"}, {"step": "reboot", "result": "failed"}], ["reset", "reboot", "rma"], 2,
+     "rma"),
+    ([{"step": "reset", "result": "failed"}], ["reset", "reboot", "rma"], 1, "rma"),
+    ([{"step": "reset", "result": "passed"}], ["reset", "reboot", "rma"], 2, "reboot"),
+    ([{"step": "reset", "result": "failed"}, {"step": "reboot", "result": "failed"}, {"step": "rma", "result": "passed"}],
+     ["reset", "reboot", "rma"], 2, None),
+    ([], ["reboot"], 2, "reboot"),
+    ([{"step": "reboot", "result": "failed"}], ["reboot"], 2, None),
+    ([], ["rma"], 2, "rma"),
+])
+def test_the_next_repair_follows_the_policys_order_and_ends_with_the_packet(repairs, steps, max_failed, expected):
+    assert next_repair(repairs, steps, max_failed) == expected
+
+
+def test_a_clean_node_is_held_when_the_policy_requires_a_validation_the_collection_lacks(tmp_path):
+    write_report(tmp_path / "audit", {"n1": ("ok", [])})
+    own = query("n1", state="IDLE+DRAIN", reason="gpufleet: hardware.gpu_lost x (run y)")
+    policy = copy.deepcopy(DEFAULT_POLICY)
+    policy["quarantine"]["return"]["require_validation"] = True
+    given = dict(args(tmp_path, {"n1": own}, hosts=("n1",)), policies={"p": policy})
+    decision = plan_step(given, check_mode=True)["hosts"]["n1"]
+    if collection_has("gpu_validate"):
+        assert decision["action"] == "return" and decision["validation"] == "run"
+    else:
+        assert decision["action"] == "hold"
+        assert decision["why"] == ("not returned: the policy requires validation "
+                                   "(quarantine.return.require_validation) and gpu_validate is not available")
