@@ -7,6 +7,7 @@ whose audit is clean again returns to service; check mode changes nothing (docs/
 import glob
 import json
 import os
+import tarfile
 import tempfile
 import time
 
@@ -168,7 +169,15 @@ def test_a_failed_reset_is_followed_by_a_reboot_then_by_the_return_to_vendor_pac
     run, document, folder = quarantine(fleet, report_dir, extra_vars=BREAKER_AT_HALF)
     assert run.rc == 0, run.output()
     assert document["plan"]["hosts"]["fleet-04"]["next_repair"] == "rma"
-    assert document["outcomes"]["fleet-04"]["msg"].startswith("rma: ")
+    packet = os.path.join(report_dir, folder, "rma", "fleet-04.tar.gz")
+    assert os.path.exists(packet), run.output()
+    assert document["outcomes"]["fleet-04"]["msg"] == "rma: passed: %s" % packet
+    with tarfile.open(packet) as tar:
+        assert "manifest.json" in [os.path.basename(name) for name in tar.getnames()]
+    # nothing is left to try: the node stays out until its audit is clean
+    run, document, _folder = quarantine(fleet, report_dir, extra_vars=BREAKER_AT_HALF)
+    assert document["plan"]["hosts"]["fleet-04"]["next_repair"] is None, run.output()
+    assert "DRAIN" in slurm_node(fleet, "fleet-04")[0].split("+")
     set_gpu_lost(fleet, "fleet-04", False)
     run, document, _folder = quarantine(fleet, report_dir, extra_vars=BREAKER_AT_HALF)
     assert run.rc == 0 and document["plan"]["hosts"]["fleet-04"]["action"] == "return", run.output()

@@ -99,7 +99,7 @@ QUARANTINE_SCHEMA = section({
     }, required=("rule",))),
     "repairs": section({
         "steps": list_of(choice(REPAIR_STEPS)),
-        "max_failed_repairs": integer(0, 100),
+        "max_failed_repairs": integer(1, 100),
     }),
     "breaker": section({
         "group": BREAKER_LIMIT_SCHEMA,

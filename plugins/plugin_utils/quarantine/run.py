@@ -18,31 +18,18 @@ import os
 from ansible_collections.gpufleet.core.plugins.plugin_utils.quarantine.contain import commands, node_state
 from ansible_collections.gpufleet.core.plugins.plugin_utils.quarantine.plan import (
     EXIT_BREAKER, EXIT_DONE, EXIT_NOT_DONE, plan_quarantine, summary)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.quarantine.repair_ladder import next_repair
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.format import expanded
 from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (
     CHECK_MODE_SUFFIX, QUARANTINE_FILE, REPORT_MODE, new_run_dir, write_atomically)
 
 FORMAT = 1
 MODULES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "modules")
-# steps that act on the node and need it idle; rma writes a packet on the controller
-NODE_REPAIRS = ("reset", "reboot")
 
 
 def collection_has(module):
     """Whether this collection has the module (gpu_validate and rma_packet are written by other parts)."""
     return os.path.exists(os.path.join(MODULES_DIR, "%s.py" % module))
-
-
-def next_repair(repairs, steps, max_failed_repairs):
-    """The next repair of a quarantined node: the first allowed node repair not tried yet, in the policy's order,
-    until max_failed_repairs failed; then rma (once) when allowed; None when nothing is left."""
-    tried = [repair.get("step") for repair in repairs or ()]
-    failed = sum(1 for repair in repairs or () if repair.get("result") == "failed")
-    if failed < max_failed_repairs:
-        for step in steps:
-            if step in NODE_REPAIRS and step not in tried:
-                return step
-    return "rma" if "rma" in steps and "rma" not in tried else None
 
 
 def utc_now():

@@ -9,7 +9,7 @@ import pytest
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.defaults import DEFAULT_POLICY
 from ansible_collections.gpufleet.core.plugins.plugin_utils.quarantine.run import (
-    collection_has, next_repair, plan_step, report_step)
+    collection_has, plan_step, report_step)
 
 LOST = {"rule": "hardware.gpu_lost", "layer": "hardware", "severity": "critical", "gpu": "0000:0f:00.0",
         "summary": "GPU 1 has fallen off the bus", "evidence": {"lost": True}, "action": "drain", "fix": None}
@@ -84,23 +84,6 @@ def test_the_outcome_gives_verdicts_exit_status_and_service_events(tmp_path):
     assert failed["exit_status"] == 4 and failed["events"][0]["host"] == "n2"
     assert failed["host_verdicts"]["n1"] == {"verdict": "not_audited",
                                              "msg": "contain: contain failed: scontrol exited 1"}
-
-
-@pytest.mark.parametrize("repairs, steps, max_failed, expected", [
-    ([], ["reset", "reboot", "rma"], 2, "reset"),
-    ([{"step": "reset", "result": "failed"}], ["reset", "reboot", "rma"], 2, "reboot"),
-    ([{"step": "reset", "result": "failed"}, {"step": "reboot", "result": "failed"}], ["reset", "reboot", "rma"], 2,
-     "rma"),
-    ([{"step": "reset", "result": "failed"}], ["reset", "reboot", "rma"], 1, "rma"),
-    ([{"step": "reset", "result": "passed"}], ["reset", "reboot", "rma"], 2, "reboot"),
-    ([{"step": "reset", "result": "failed"}, {"step": "reboot", "result": "failed"}, {"step": "rma", "result": "passed"}],
-     ["reset", "reboot", "rma"], 2, None),
-    ([], ["reboot"], 2, "reboot"),
-    ([{"step": "reboot", "result": "failed"}], ["reboot"], 2, None),
-    ([], ["rma"], 2, "rma"),
-])
-def test_the_next_repair_follows_the_policys_order_and_ends_with_the_packet(repairs, steps, max_failed, expected):
-    assert next_repair(repairs, steps, max_failed) == expected
 
 
 def test_a_clean_node_is_held_when_the_policy_requires_a_validation_the_collection_lacks(tmp_path):
