@@ -14,9 +14,10 @@ version_added: 1.0.0
 description:
   - Reads the audit's C(report.json) in O(audit_dir), what each host's scheduler said about its node (the host
     variable C(gpufleet_quarantine_query) that C(playbooks/quarantine.yml) registers), the nodes' service states
-    from the run store (O(service_states)) and each host's policy (C(quarantine) section), and decides per host:
-    C(contain), C(left_in_service) (the circuit breaker refused), C(operator_out) (kept as the operator left it),
-    C(repair), C(return), C(unverified) (the audit or the scheduler could not back a decision) or C(in_service).
+    from the run store (O(service_states)) and each host's policy (its C(quarantine) section).
+  - Decides per host C(contain), C(left_in_service) (the circuit breaker refused), C(operator_out) (kept as the
+    operator left it), C(repair), C(return), C(hold), C(unverified) (the audit or the scheduler could not back a
+    decision) or C(in_service).
   - Writes the plan as C(quarantine.json) in a new run folder of kind C(quarantine) in O(report_root)
     (C(-check) added in check mode). See C(docs/quarantine.md).
   - This is an action plugin; it runs on the controller only.

@@ -13,9 +13,10 @@ short_description: Add each host's outcome to a quarantine run's quarantine.json
 version_added: 1.0.0
 description:
   - Reads each host's outcome (the host variable C(gpufleet_quarantine_outcome) that C(playbooks/quarantine.yml)
-    sets: C(step), C(failed), C(msg)), adds them to C(quarantine.json) in O(run_dir) and returns each host's
+    sets, with C(step), C(failed), C(msg)), adds them to C(quarantine.json) in O(run_dir) and returns each host's
     verdict for M(gpufleet.core.audit_verdict), which turns it into the playbook's exit status
     (0 done, 2 the breaker left nodes in service, 4 a node could not be decided on or a step failed).
+  - Returns the service events of what was done, for M(gpufleet.core.service_state).
   - This is an action plugin; it runs on the controller only.
 author:
   - gpufleet contributors (!UNKNOWN)
@@ -63,6 +64,16 @@ exit_status:
   type: int
 path:
   description: The quarantine.json written.
+  returned: success
+  type: str
+events:
+  description: The service events of what was done (quarantined, left_in_service, operator_out, kept_out, repair,
+    returned), for M(gpufleet.core.service_state).
+  returned: success
+  type: list
+  elements: dict
+run_id:
+  description: The quarantine run's id (its run folder's name).
   returned: success
   type: str
 """

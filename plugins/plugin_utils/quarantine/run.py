@@ -212,6 +212,9 @@ def service_events(decisions, outcomes):
             events.extend(dict(_event(host, decision, "repair"), **repair) for repair in outcome.get("repairs") or [])
         elif action == "return" and outcome.get("step") == "return":
             events.append(_event(host, decision, "returned", detail=outcome.get("msg")))
+        elif action == "return":
+            events.append(_event(host, decision, "kept_out", reason=decision.get("node_reason"),
+                                 detail=outcome.get("msg")))
     return events
 
 

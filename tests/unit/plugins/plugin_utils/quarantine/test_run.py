@@ -5,8 +5,6 @@ import copy
 import json
 import os
 
-import pytest
-
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.defaults import DEFAULT_POLICY
 from ansible_collections.gpufleet.core.plugins.plugin_utils.quarantine.run import (
     collection_has, plan_step, report_step)
