@@ -182,3 +182,27 @@ def test_a_failed_reset_is_followed_by_a_reboot_then_by_the_return_to_vendor_pac
     run, document, _folder = quarantine(fleet, report_dir, extra_vars=BREAKER_AT_HALF)
     assert run.rc == 0 and document["plan"]["hosts"]["fleet-04"]["action"] == "return", run.output()
     assert slurm_node(fleet, "fleet-04") == ("IDLE", None)
+
+
+def test_on_a_bare_host_the_policys_gpu_services_are_stopped_and_started_again(slurm_fleet, report_dir):
+    fleet = slurm_fleet
+    unit = "[Unit]\nDescription=GPU inference (test)\n[Service]\nExecStart=/bin/sleep infinity\n"
+    fleet.ssh("fleet-02", "printf '%s' > /etc/systemd/system/gpu-inference.service && systemctl daemon-reload && "
+              "systemctl start gpu-inference.service" % unit, check=True)
+    bare = {"gpufleet_policy_quarantine_test": {"quarantine": {
+        "breaker": {"fleet": {"max_out_pct": 75}},
+        "contain": {"method": "services", "services": ["gpu-inference.service"]}}}}
+    set_gpu_lost(fleet, "fleet-02", True)
+    run, document, folder = quarantine(fleet, report_dir, extra_vars=bare)
+    assert run.rc == 0, run.output()
+    decision = document["plan"]["hosts"]["fleet-02"]
+    assert decision["action"] == "contain" and decision["scheduler"] == "services"
+    assert fleet.ssh("fleet-02", "systemctl is-active gpu-inference.service").stdout.strip() == "inactive"
+    state = service_states(os.path.join(report_dir, folder))["fleet-02"]
+    assert state["state"] == "quarantined" and state["scheduler"] == "services"
+    # Slurm was not asked to drain it: the policy's method is services
+    assert "DRAIN" not in slurm_node(fleet, "fleet-02")[0].split("+")
+    set_gpu_lost(fleet, "fleet-02", False)
+    run, document, _folder = quarantine(fleet, report_dir, extra_vars=bare)
+    assert run.rc == 0 and document["plan"]["hosts"]["fleet-02"]["action"] == "return", run.output()
+    assert fleet.ssh("fleet-02", "systemctl is-active gpu-inference.service").stdout.strip() == "active"

@@ -19,9 +19,11 @@ from tests.integration.test_exit_status import LOST_GPU, output, playbook_env, w
 
 STANDIN = os.path.join(ROOT, "tests", "integration", "kubectl_standin")
 NODE = "gpu-node-01"
-# this controller has no NVIDIA driver: driver.nvidia_absent is the finding the test's policy quarantines on
+# this controller has no NVIDIA driver: driver.nvidia_absent is the finding the test's policy quarantines on; the
+# only repair allowed is a GPU reset (which fails here, without nvidia-smi): never a reboot of this machine
 POLICY = {"gpus": {"expected_count": 2},
-          "quarantine": {"triggers": [{"rule": "driver.nvidia_absent"}], "contain": {"method": "kubernetes"}}}
+          "quarantine": {"triggers": [{"rule": "driver.nvidia_absent"}], "contain": {"method": "kubernetes"},
+                         "repairs": {"steps": ["reset"]}}}
 CLEAN_NOW = {"gpufleet_policy_zz_clean": {"quarantine": {"triggers": [{"rule": "hardware.gpu_lost"}]}}}
 
 
@@ -111,7 +113,13 @@ def test_kubernetes_cordon_taint_condition_and_return_through_the_stand_in(tmp_p
 
     again = run_quarantine(inventory, reports, env)
     assert again.returncode == 0, output(again)[-4000:]
-    assert latest_quarantine(reports)["plan"]["hosts"]["localhost"]["action"] == "repair"
+    repaired = latest_quarantine(reports)
+    assert repaired["plan"]["hosts"]["localhost"]["action"] == "repair"
+    assert repaired["plan"]["hosts"]["localhost"]["next_repair"] == "reset"
+    # no nvidia-smi here: the reset is a failed repair, recorded, and the node stays out
+    assert repaired["outcomes"]["localhost"]["msg"].startswith("reset: failed: ")
+    assert repaired["outcomes"]["localhost"]["repairs"][0]["result"] == "failed"
+    assert node_now(state)["spec"]["unschedulable"] is True
 
     back = run_quarantine(inventory, reports, env, "-e", json.dumps(CLEAN_NOW))
     assert back.returncode == 0, output(back)[-4000:]
