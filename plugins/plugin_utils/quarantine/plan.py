@@ -119,7 +119,7 @@ def breaker_refusal(host, policy, groups, fleet, out):
             continue
         count = len(out & set(members))
         if count + 1 > allowed:
-            return "%s has %d of %d out, limit %s (%d node%s)" % (
+            return "%s has %d of %d out, limit %s (%s node%s)" % (
                 name, count, len(members), _limit_text(limit), allowed, "" if allowed == 1 else "s")
     return None
 
@@ -141,8 +141,8 @@ def unverified_reason(host, audit_hosts, findings, node, triggered):
     if entry is None:
         return "not in the audit"
     if entry.get("status") != "ok":
-        return "the audit could not read it (%s%s)" % (entry.get("status"),
-                                                        ": %s" % entry["message"] if entry.get("message") else "")
+        message = ": %s" % entry["message"] if entry.get("message") else ""
+        return "the audit could not read it (%s%s)" % (entry.get("status"), message)
     gap = collection_gap(findings)
     if gap and (gap[0] != "partial" or not triggered):
         return "its collection was %s: %s" % gap

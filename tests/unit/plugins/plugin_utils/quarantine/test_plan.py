@@ -142,8 +142,8 @@ def test_our_own_node_is_repaired_while_it_triggers_and_returned_when_clean():
      "nothing decided: the scheduler (slurm) could not be asked about it: scontrol exited 1"),
 ])
 def test_a_node_nothing_can_vouch_for_is_neither_contained_nor_returned(audit, findings, node, why):
-    result = plan({"n1": findings}, nodes={"n1": node}, audit={"n1": audit, "n2": {"status": "ok"},
-                                                                "n3": {"status": "ok"}, "n4": {"status": "ok"}})
+    others = {host: {"status": "ok"} for host in ("n2", "n3", "n4")}
+    result = plan({"n1": findings}, nodes={"n1": node}, audit=dict(others, n1=audit))
     assert result["hosts"]["n1"]["action"] == "unverified"
     assert result["hosts"]["n1"]["why"] == why
     assert result["exit_status"] == EXIT_NOT_DONE
