@@ -114,3 +114,20 @@ def test_a_reset_that_leaves_the_gpu_silent_fails_its_check(capsys, sim, tmp_pat
 
 def test_bus_ids_compare_in_both_spellings():
     assert bus_key("00000000:07:00.0") == bus_key("0000:07:00.0") == bus_key("07:00.0") == "00000000:07:00.0"
+
+
+def test_refused_when_a_gpus_process_list_cannot_be_read(capsys, sim, tmp_path, monkeypatch):
+    sim.write(SIM_STATE.state_for(H100, 2))
+    folder = tmp_path / "no-processes"
+    folder.mkdir()
+    script = folder / "nvidia-smi"
+    script.write_text('#!/bin/bash\n"%s" "$@" > "%s/out"; rc=$?\nsed "/<processes>/,/<\\/processes>/d" "%s/out"\nexit $rc\n'
+                      % (tmp_path / "bin" / "nvidia-smi", folder, folder))
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", "%s:%s" % (folder, os.environ["PATH"]))
+    before = sim.raw_state()
+    result = run_module(capsys, gpus=[0])
+    assert (result["outcome"], result["commands"]) == ("refused", [])
+    assert result["reason"].startswith("the processes on the GPUs are unknown (GPU 0: the nvidia-smi -q -x report has "
+                                       "no process section for it)")
+    assert sim.raw_state() == before

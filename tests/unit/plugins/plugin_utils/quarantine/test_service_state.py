@@ -24,10 +24,10 @@ def repair(step, result, at, host="node-3"):
 def test_a_quarantined_node_with_a_failed_reset_is_out_since_its_drain(store_url):
     settings = StoreSettings(store_url)
     engine.record_service_events(settings, [DRAIN], run_id="q1")
+    breaker = {"host": "node-1", "event": "left_in_service", "reason": "breaker: 1 of 2 nodes out"}
     stored, states = engine.record_service_events(
-        settings, [repair("reset", "failed", "2026-12-06T23:05:00+00:00"), {"host": "node-1", "event": "left_in_service",
-                                                                           "reason": "breaker: 1 of 2 nodes out"}],
-        run_id="q2", now="2026-12-06T23:06:00Z")
+        settings, [repair("reset", "failed", "2026-12-06T23:05:00+00:00"), breaker], run_id="q2",
+        now="2026-12-06T23:06:00Z")
     assert [event["at"] for event in stored] == ["2026-12-06T23:05:00Z", "2026-12-06T23:06:00Z"]
     node = states["node-3"]
     assert (node["state"], node["since"], node["rule"], node["run_id"], node["scheduler"], node["reason"]) == (
