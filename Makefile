@@ -61,7 +61,7 @@ audit: $(RUNTIME_STAMP)
 	echo "Reports: $(abspath $(REPORT_DIR))/latest/ (report.html, report.json, junit.xml, gpufleet.prom, facts/;" \
 	     "a --limit run: latest-partial/)"
 
-test: system-packages test-unit units test-docs test-integration sanity lint test-fleet
+test: system-packages test-unit units test-docs test-prometheus test-integration sanity lint test-fleet
 
 system-packages:
 	tools/ensure_system_packages.sh
@@ -69,11 +69,13 @@ system-packages:
 # GPUFLEET_POSTGRES_REQUIRED: the run store tests against a real PostgreSQL (tests/support/postgres.py) fail
 # instead of skipping when the server cannot start; plain pytest skips them with the reason.
 test-unit: $(TEST_STAMP)
-	GPUFLEET_POSTGRES_REQUIRED=1 $(VENV_PY) -m pytest tests/unit -q
+	GPUFLEET_POSTGRES_REQUIRED=1 GPUFLEET_PROMETHEUS_REQUIRED=1 $(VENV_PY) -m pytest tests/unit -q
 
-# The BMC test starts OpenIPMI's ipmi_sim: here a missing ipmi_sim or ipmitool fails it (plain pytest skips it).
+# The BMC test starts OpenIPMI's ipmi_sim, the monitoring test Prometheus and node_exporter: here a missing binary
+# fails them (plain pytest skips them).
 test-integration: $(TEST_STAMP)
-	GPUFLEET_POSTGRES_REQUIRED=1 GPUFLEET_IPMI_SIM_REQUIRED=1 $(VENV_PY) -m pytest tests/integration -q
+	GPUFLEET_POSTGRES_REQUIRED=1 GPUFLEET_IPMI_SIM_REQUIRED=1 GPUFLEET_PROMETHEUS_REQUIRED=1 \
+		$(VENV_PY) -m pytest tests/integration -q
 
 # The tests marked corpus read public captures and researched facts kept outside the repository
 # (GPUFLEET_CORPUS, else ../shared beside the checkout). `make test` runs them when the corpus is there and
@@ -89,6 +91,11 @@ test-docs: $(TEST_STAMP)
 	$(VENV)/bin/ansible-doc gpufleet.core.gpu_facts >/dev/null
 	$(VENV)/bin/antsibull-changelog lint
 	$(VENV)/bin/antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
+
+# The alert rules (docs/monitoring.md): promtool from Debian's prometheus package (system-packages).
+test-prometheus:
+	promtool check rules contrib/prometheus/gpufleet-alerts.yml
+	promtool test rules contrib/prometheus/tests/gpufleet-alerts.test.yml
 
 units: $(TEST_STAMP)
 	tools/units.sh

@@ -342,6 +342,10 @@ def without_facts(results):
             if audit_run.FACTS_FILE_KEY in result else result for host, result in results.items()}
 
 
+# run_audit's report options for every run of the bench: --compress also writes report.json.gz (its size is listed)
+REPORT_OPTIONS = {"compress": False}
+
+
 def audit_once(results, host_policies, work_root, replacements=(), profiler=None, prewritten=False):
     """((wall s, CPU s), report, sizes, facts files, facts pre-written (CPU s, wall s) or None) of one run_audit
     into a fresh folder, removed afterwards. prewritten: the facts files are written and each host diagnosed
@@ -361,7 +365,8 @@ def audit_once(results, host_policies, work_root, replacements=(), profiler=None
             if profiler:
                 profiler.enable()
             try:
-                report, paths, _lines = audit_run.run_audit(results, host_policies, run_dir, report_root, STARTED_AT)
+                report, paths, _lines = audit_run.run_audit(results, host_policies, run_dir, report_root, STARTED_AT,
+                                                            compress=REPORT_OPTIONS["compress"])
             finally:
                 if profiler:
                     profiler.disable()
@@ -780,8 +785,10 @@ def main(argv=None):
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--no-profile", action="store_true")
+    parser.add_argument("--compress", action="store_true", help="also write report.json.gz and list its size")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
+    REPORT_OPTIONS["compress"] = args.compress
     result = diagnose_bench(args.sizes, args.repeats, not args.no_profile)
     print_diagnose(result)
     if args.output:

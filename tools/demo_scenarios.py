@@ -926,5 +926,7 @@ HOST_BUILDERS = (
 
 def demo_hosts():
     """Every demo host, freshly built (callers may change what they get)."""
+    import demo_fabric_hosts  # its hosts build on this module's helpers too
     import demo_workload_hosts  # its hosts build on this module's helpers
-    return [copy.deepcopy(build()) for build in HOST_BUILDERS + demo_workload_hosts.HOST_BUILDERS]
+    return [copy.deepcopy(build()) for build in
+            HOST_BUILDERS + demo_workload_hosts.HOST_BUILDERS + demo_fabric_hosts.HOST_BUILDERS]

@@ -18,7 +18,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.host_facts import SE
 from ansible_collections.gpufleet.core.plugins.module_utils.host_io import command_key
 from ansible_collections.gpufleet.core.plugins.module_utils.host_pressure import GPU_QUERY
 
-SUBSETS = ["all", "!driver_clients"]
+SUBSETS = ["all", "!driver_clients", "!fabric"]
 PYTHON = "/opt/venv/bin/python3"
 SYSTEMCTL = "/usr/bin/systemctl"
 JOURNALCTL = "/usr/bin/journalctl"

@@ -34,8 +34,8 @@ from simulator.nvml_sim import SimulatedNvmlLibrary  # noqa: E402
 
 FIXTURES = os.path.join(ROOT, "inventories", "demo", "fixtures")
 # The simulated hosts have no process address spaces (/proc/<pid>/maps) to scan for driver clients; a host
-# records workload and host_pressure only when its scenario says so (spec "gather_subset").
-DEMO_SUBSETS = ["all", "!driver_clients", "!workload", "!host_pressure"]
+# records workload, host_pressure and fabric only when its scenario says so (spec "gather_subset").
+DEMO_SUBSETS = ["all", "!driver_clients", "!workload", "!host_pressure", "!fabric"]
 # containers nested deeper than this are written on one line: one NVML call, command or folder per line
 PRETTY_DEPTH = 3
 

@@ -49,6 +49,7 @@ ACTION_SPEC = {
     "run_dir": {"type": "path"},
     "keep_facts": {"type": "bool", "default": True},
     "policy": {"type": "dict"},
+    "validation": {"type": "dict"},
 }
 ACTION_SPEC.update(inventory_bmc_spec())
 # The shipped knowledge (Xid catalog, CUDA and MIG tables), loaded here once, before the workers fork, for every
@@ -160,6 +161,9 @@ class ActionModule(ActionBase):
         note_clock_offset(result, module_args, sent, answered)
         if options.get("bmc_address"):
             self._join_bmc(result, options, module_args, started)
+        if options.get("validation") is not None:
+            result["ansible_facts"] = dict(result["ansible_facts"], gpufleet=dict(
+                result["ansible_facts"]["gpufleet"], validation=options["validation"]))
         host = task_vars["inventory_hostname"]
         return worker_step(result, host, task_vars.get("ansible_play_hosts_all") or [host], options.get("run_dir"),
                            options.get("policy"), options["keep_facts"], KNOWLEDGE_FOR)

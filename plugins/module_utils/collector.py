@@ -18,6 +18,7 @@ import time
 from ansible_collections.gpufleet.core.plugins.module_utils.args_common import WINDOW_HOURS
 from ansible_collections.gpufleet.core.plugins.module_utils.bmc_collect import collect_bmc_in_band
 from ansible_collections.gpufleet.core.plugins.module_utils.driver_clients import collect_driver_clients
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric_collect import collect_fabric
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import (
     add_error, drop_impossible_readings, new_facts, normalize_pci_bus_id, printable)
 from ansible_collections.gpufleet.core.plugins.module_utils.host_facts import (
@@ -41,12 +42,13 @@ FIXTURE_FORMAT = "gpufleet-fixture"
 FIXTURE_FORMAT_VERSION = 1
 
 ALL_SUBSETS = ("driver", "gpus", "processes", "mig", "nvlink", "host", "kernel_log", "driver_clients",
-               "workload", "host_pressure", "bmc", "kubernetes")
+               "workload", "host_pressure", "bmc", "kubernetes", "fabric")
 # Subsets added after fixtures were first recorded: a replay runs them only when its fixture has them.
-LATER_SUBSETS = ("driver_clients", "workload", "host_pressure", "bmc", "kubernetes")
+LATER_SUBSETS = ("driver_clients", "workload", "host_pressure", "bmc", "kubernetes", "fabric")
 MIN_SUBSETS = ("driver", "gpus")
 # the collection's steps, each reading its inputs (facts `inputs`): driver covers gpus, processes, mig and nvlink
-STEPS = ("driver", "host", "kernel_log", "driver_clients", "workload", "host_pressure", "bmc", "kubernetes")
+STEPS = ("driver", "host", "kernel_log", "driver_clients", "workload", "host_pressure", "bmc", "kubernetes",
+         "fabric")
 NVML_LIBRARY = "libnvidia-ml.so.1"
 PROC_DRIVER_GPUS = "/proc/driver/nvidia/gpus"
 _XML_SERIAL = re.compile(r"<serial>\s*([^<\s][^<]*?)\s*</serial>")
@@ -196,6 +198,9 @@ class Collection:
         if "kubernetes" in self.subsets:
             ledger.step = "kubernetes"
             collect_kubernetes(host, facts, self.kubernetes, self.step_timeout())
+        if "fabric" in self.subsets:
+            ledger.step = "fabric"
+            collect_fabric(host, facts, self.step_timeout())
         settle_driver_mismatch(facts)
         prune_unrequested(facts, self.subsets)
         facts["inputs"] = ledger.summary([step for step in STEPS if step in self.subsets])

@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import re
 
-SCHEMA_VERSION = "1.5"
+SCHEMA_VERSION = "1.6"
 
 SOURCES = ("nvml", "nvidia_smi", "replay", "none")
 
@@ -154,6 +154,16 @@ def normalize_pci_bus_id(value):
     domain = int(match.group("domain") or "0", 16)
     return "%04x:%02x:%02x.%d" % (
         domain & 0xFFFF, int(match.group("bus"), 16), int(match.group("dev"), 16), int(match.group("fn") or 0))
+
+
+def dcgm_pci_bus_id(value):
+    """'0000:3b:00.0' (any form normalize_pci_bus_id reads) -> '00000000:3B:00.0', the form nvidia-smi and
+    dcgm-exporter print (pci_bus_id label); None when unparsable."""
+    normalised = normalize_pci_bus_id(value)
+    if normalised is None:
+        return None
+    domain, rest = normalised.split(":", 1)
+    return ("%08x:%s" % (int(domain, 16), rest)).upper()
 
 
 def decode_clock_event_reasons(mask):

@@ -131,6 +131,22 @@ options:
       - Not given, the environment variable C(GPUFLEET_STORE_URL) applies, else the SQLite file
         C(<report_root>/gpufleet.sqlite), created on first use.
     type: str
+  textfile_dir:
+    description:
+      - node_exporter's textfile-collector directory (its C(--collector.textfile.directory)). After the reports are
+        written, the run's C(gpufleet.prom) is copied there atomically (a temporary file in that directory renamed
+        over C(gpufleet.prom), mode V(0644)) - only by a complete run of the whole scope whose O(run_kind) is
+        V(audit). A partial (C(--limit)), failed, incident, load-step or remediation run leaves the file as it is,
+        and the summary says so (RV(textfile)).
+      - The directory must exist; one that does not is refused with a message, never created, and the run's
+        reports are written all the same. Playbooks pass the variable C(gpufleet_textfile_dir). See C(docs/monitoring.md).
+    type: path
+  run_kind:
+    description:
+      - The kind of run, with its folder suffix (C(audit), C(incident), C(audit-before), C(audit-loadstep-audit)...);
+        only V(audit) replaces the file in O(textfile_dir).
+    type: str
+    default: audit
   not_converged_var:
     description:
       - With O(compare_with), the host variable that is true on hosts whose remediation failed.
@@ -152,6 +168,12 @@ options:
         that ties the slices of one fleet run together (C(docs/awx.md)). The user's name and e-mail are left out.
     type: dict
     default: {}
+  compress_report:
+    description:
+      - Also write C(report.json.gz), C(report.json) gzip-compressed, beside C(report.json) (which stays). Playbooks
+        pass the variable C(gpufleet_report_compress); C(gpufleet audit --compress) sets it.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - gpufleet.core.attributes
   - gpufleet.core.run_folder
@@ -164,7 +186,8 @@ attributes:
     support: none
 notes:
   - Report files are described by C(docs/schema/report.schema.json).
-  - node_exporter's textfile collector should read C(<report_root>/latest), which only complete runs move.
+  - node_exporter's textfile collector reads C(<report_root>/latest), which only complete runs move, or the
+    directory O(textfile_dir) names.
 seealso:
   - module: gpufleet.core.audit_verdict
   - module: gpufleet.core.gpu_facts
@@ -259,6 +282,22 @@ summary_text:
   description: The summary, for the stdout callback C(gpufleet.core.audit) to print last (O(summary_last)).
   returned: when O(summary_last) is true and the stdout callback is C(gpufleet.core.audit)
   type: str
+textfile:
+  description: With O(textfile_dir), the file there and whether this run replaced it, or why not.
+  returned: when O(textfile_dir) is set and the reports were written
+  type: dict
+  contains:
+    path:
+      description: The C(gpufleet.prom) node_exporter reads.
+      type: str
+    written:
+      description: Whether this run replaced it.
+      type: bool
+    reason:
+      description: Why it was or was not replaced.
+      type: str
+  sample: {"path": "/var/lib/prometheus/node-exporter/gpufleet.prom", "written": false,
+           "reason": "a partial run (--limit) never replaces it (2 of the pattern's 18 hosts were not targeted (--limit a))"}
 remediation:
   description: With O(compare_with), the counts of cleared, remaining and new findings.
   returned: when O(compare_with) is set
@@ -289,6 +328,9 @@ ARGUMENT_SPEC = dict(run_folder_spec(), **{
     "store": {"type": "bool", "default": True},
     "store_url": {"type": "str", "no_log": True},
     "orchestration": {"type": "dict", "default": {}},
+    "textfile_dir": {"type": "path"},
+    "run_kind": {"type": "str", "default": "audit"},
+    "compress_report": {"type": "bool", "default": False},
 })
 
 

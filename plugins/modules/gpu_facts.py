@@ -51,8 +51,8 @@ options:
     description:
       - Which parts to collect, as in M(ansible.builtin.setup).
       - V(all), V(min) (driver and GPU inventory), or any of V(driver), V(gpus), V(processes), V(mig), V(nvlink),
-        V(host), V(kernel_log), V(driver_clients), V(workload), V(host_pressure), V(bmc), V(kubernetes); prefix a
-        name with C(!) to leave it out.
+        V(host), V(kernel_log), V(driver_clients), V(workload), V(host_pressure), V(bmc), V(kubernetes), V(fabric);
+        prefix a name with C(!) to leave it out.
       - V(driver_clients) looks through C(/proc/<pid>/maps) for processes that loaded NVIDIA driver libraries of
         another version than the kernel module (a container with its own driver libraries, a stale CUDA compat
         package); bounded to 4096 processes and 10 seconds, and it needs root to read other users' processes.
@@ -80,9 +80,14 @@ options:
         O(kubernetes_device_plugin_config) or, with O(kubernetes_kubectl), from O(kubernetes_configmap), and what the
         node advertises (C(nvidia.com/*) allocatable and capacity from C(kubectl get node), else the devices the
         plugin registered in the kubelet's checkpoint). A host that is no Kubernetes node reports C(kubernetes.node=false).
+      - V(fabric) reads the InfiniBand / RoCE HCAs and ports from C(/sys/class/infiniband) (state, physical state,
+        rate and width, link layer, firmware, every counter and hw_counter; C(ibstat), else C(ibv_devinfo -v), where
+        that folder is missing), C(ethtool -S) of each RoCE port's netdev, GPUDirect RDMA readiness (nvidia_peermem
+        in C(/proc/modules), dma-buf, the ACS control of the PCI bridges from C(lspci -nnvv), which needs root) and
+        C(nvidia-smi topo -m). A program or folder that is not there leaves its part null (docs/fabric.md).
       - V(processes), V(mig), V(nvlink) and V(host_pressure) imply V(gpus); V(gpus) implies V(driver); V(workload)
-        implies V(processes). A replay runs V(driver_clients), V(workload), V(host_pressure), V(bmc) and
-        V(kubernetes) only when the fixture recorded them.
+        implies V(processes). A replay runs V(driver_clients), V(workload), V(host_pressure), V(bmc),
+        V(kubernetes) and V(fabric) only when the fixture recorded them.
     type: list
     elements: str
     default: [all]
@@ -215,6 +220,13 @@ options:
         C(incident.yml) and C(loadstep.yml), whose later tasks read the facts, keep them.
     type: bool
     default: true
+  validation:
+    description:
+      - Read on the controller by the action plugin. The host's active checks, the C(validation) that
+        M(gpufleet.core.gpu_validate) returned for it, become the facts' C(validation) family before the facts are
+        checked and the host diagnosed, so that one audit judges them with everything else (C(validate.yml)).
+      - Ignored for a host whose collection failed.
+    type: dict
 extends_documentation_fragment:
   - gpufleet.core.kernel_log
   - gpufleet.core.bmc_connection.inventory
@@ -309,7 +321,8 @@ ansible_facts:
         NCCL failures by cause) and details (what those messages say in numbers); kubernetes.device_health (the
         device plugin''s log: devices marked unhealthy, pods rejected at admission); inputs (what the collection
         read, found absent or could not read, per gather subset) and capture (the captured host read instead of
-        the live one).'
+        the live one). 1.6 added validation (active diagnostics, from gpufleet.core.gpu_validate) and fabric (InfiniBand
+        / RoCE HCAs and ports, GPUDirect RDMA readiness, nvidia-smi topo -m).'
       returned: always
       type: dict
       contains:
@@ -384,7 +397,7 @@ ansible_facts:
           contains:
             input:
               description: 'The step (gather subset). One of: driver, host, kernel_log, driver_clients, workload,
-                host_pressure, bmc, kubernetes.'
+                host_pressure, bmc, kubernetes, fabric.'
               returned: success
               type: str
             status:
@@ -3451,6 +3464,547 @@ ansible_facts:
                         a container''s log after its restart count).'
                       returned: success
                       type: int
+        validation:
+          description: Active diagnostics (DCGM diag, nvbandwidth, nccl-tests, stress) as gpufleet.core.gpu_validate
+            returns them; gpu_facts does not collect it. Absent unless the checks ran. Added in 1.6.
+          returned: always
+          type: dict
+          contains:
+            format:
+              description: 'Version of this family''s shape. One of: 1.'
+              returned: success
+              type: int
+            started_at:
+              description: When gpu_validate started, UTC ISO 8601.
+              returned: success
+              type: str
+            finished_at:
+              description: When it finished, UTC ISO 8601.
+              returned: success
+              type: str
+            refused:
+              description: null, or why no check ran (every requested check then has status refused).
+              returned: always
+              type: dict
+              contains:
+                reason:
+                  description: 'Why nothing ran: GPU compute processes run, their list is unknown, or the GPUs could
+                    not be read.'
+                  returned: success
+                  type: str
+                how_to_proceed:
+                  description: 'What to do: drain or quarantine the node, wait for the processes to end, run again.'
+                  returned: success
+                  type: str
+                gpu_processes:
+                  description: The compute processes found.
+                  returned: always
+                  type: list
+                  elements: dict
+                  contains:
+                    pid:
+                      description: Process id.
+                      returned: success
+                      type: int
+                    name:
+                      description: Process name.
+                      returned: success
+                      type: str
+                    gpu:
+                      description: GPU index.
+                      returned: success
+                      type: int
+            mig_enabled:
+              description: 'A GPU is in MIG mode: nvbandwidth, nccl_all_reduce and stress are skipped with the reason;
+                dcgm_diag runs.'
+              returned: success
+              type: bool
+            gpus:
+              description: The GPUs gpu_validate saw, to attribute results per GPU.
+              returned: always
+              type: list
+              elements: dict
+              contains:
+                index:
+                  description: GPU index.
+                  returned: success
+                  type: int
+                uuid:
+                  description: GPU UUID.
+                  returned: success
+                  type: str
+                name:
+                  description: Product name.
+                  returned: success
+                  type: str
+                pci_bus_id:
+                  description: PCI bus id (0000:0f:00.0).
+                  returned: success
+                  type: str
+            checks:
+              description: Each requested check's result.
+              returned: always
+              type: dict
+              contains:
+                dcgm_diag:
+                  description: dcgmi diag -r LEVEL -j (DCGM 3.x or 4.x JSON; the text table when the output is not
+                    JSON).
+                  returned: always
+                  type: dict
+                  contains:
+                    status:
+                      description: 'passed; failed: the tool ran and reported a fault; error: the tool or its harness
+                        could not do its job (not a GPU verdict); skipped: not found or not applicable (reason says
+                        which; also every check in check mode); timeout: killed at its bound; refused: the node
+                        was busy, nothing ran. One of: passed, failed, skipped, error, timeout, refused.'
+                      returned: success
+                      type: str
+                    reason:
+                      description: Why the status, in words; empty when passed.
+                      returned: success
+                      type: str
+                    command:
+                      description: The argv run (or that would run in check mode); empty when nothing ran.
+                      returned: always
+                      type: list
+                      elements: str
+                    duration_s:
+                      description: Seconds the command ran; 0 when it did not run.
+                      returned: success
+                      type: float
+                    tool_version:
+                      description: The tool's version as it printed it (DCGM 3.3.8, nvbandwidth v0.7, nccl-tests
+                        2.13.10); null when it did not say.
+                      returned: success
+                      type: str
+                    output_tail:
+                      description: The last 4 KiB of what the command printed (stdout, then stderr).
+                      returned: success
+                      type: str
+                    level:
+                      description: 'The dcgmi diag -r level (1-4). One of: 1, 2, 3, 4.'
+                      returned: success
+                      type: int
+                    tests:
+                      description: The tests DCGM reported, in its order.
+                      returned: always
+                      type: list
+                      elements: dict
+                      contains:
+                        name:
+                          description: 'The test as DCGM names it: 3.x ''GPU Memory'', ''PCIe'', ''Targeted Stress'';
+                            4.x ''memory'', ''pcie'', ''software''.'
+                          returned: success
+                          type: str
+                        category:
+                          description: Deployment, Integration, Hardware, Stress (DCGM's sections); null when the
+                            output did not say.
+                          returned: success
+                          type: str
+                        status:
+                          description: 'The test''s result as DCGM reported it (an unknown word counts as warn,
+                            never as pass). One of: pass, fail, warn, skip.'
+                          returned: success
+                          type: str
+                        gpus:
+                          description: 'Per GPU index (as a string): its result and messages. A 3.x ''Pass - All''
+                            gives every GPU the metadata lists.'
+                          returned: always
+                          type: dict
+                        messages:
+                          description: Warnings and info that name no GPU (e.g. 'There was an internal error during
+                            the test').
+                          returned: always
+                          type: list
+                          elements: str
+                nvbandwidth:
+                  description: nvbandwidth -t TESTCASES.
+                  returned: always
+                  type: dict
+                  contains:
+                    status:
+                      description: 'passed; failed: the tool ran and reported a fault; error: the tool or its harness
+                        could not do its job (not a GPU verdict); skipped: not found or not applicable (reason says
+                        which; also every check in check mode); timeout: killed at its bound; refused: the node
+                        was busy, nothing ran. One of: passed, failed, skipped, error, timeout, refused.'
+                      returned: success
+                      type: str
+                    reason:
+                      description: Why the status, in words; empty when passed.
+                      returned: success
+                      type: str
+                    command:
+                      description: The argv run (or that would run in check mode); empty when nothing ran.
+                      returned: always
+                      type: list
+                      elements: str
+                    duration_s:
+                      description: Seconds the command ran; 0 when it did not run.
+                      returned: success
+                      type: float
+                    tool_version:
+                      description: The tool's version as it printed it (DCGM 3.3.8, nvbandwidth v0.7, nccl-tests
+                        2.13.10); null when it did not say.
+                      returned: success
+                      type: str
+                    output_tail:
+                      description: The last 4 KiB of what the command printed (stdout, then stderr).
+                      returned: success
+                      type: str
+                    testcases:
+                      description: The test cases nvbandwidth ran, in its order.
+                      returned: always
+                      type: list
+                      elements: dict
+                      contains:
+                        name:
+                          description: The nvbandwidth test case, e.g. host_to_device_memcpy_ce.
+                          returned: success
+                          type: str
+                        unit:
+                          description: The matrix's unit, GB/s.
+                          returned: success
+                          type: str
+                        per_gpu:
+                          description: 'GB/s per GPU index: the GPU''s value of a 1xN host<->device row (or Nx1
+                            column); for an NxN device-to-device matrix the mean of the GPU''s off-diagonal row.'
+                          returned: always
+                          type: dict
+                        matrix:
+                          description: The matrix as printed, rows then columns; N/A cells null (the diagonal of
+                            a device-to-device matrix is no pair, not a failed one).
+                          returned: always
+                          type: list
+                          elements: list
+                        sum:
+                          description: The 'SUM <test case> <value>' line; null when not printed.
+                          returned: success
+                          type: float
+                        error:
+                          description: 'The first failure line of the test case (''Invalid value when checking the
+                            pattern ...'', an ASSERT, a CUDA error, an abort), ''no bandwidth matrix was printed'',
+                            or ''waived: ...'' (a test case that does not apply, such as device-to-device on one
+                            GPU); null when it printed its matrix.'
+                          returned: success
+                          type: str
+                nccl_all_reduce:
+                  description: all_reduce_perf -b MIN -e MAX -f 2 -g GPUS (nccl-tests).
+                  returned: always
+                  type: dict
+                  contains:
+                    status:
+                      description: 'passed; failed: the tool ran and reported a fault; error: the tool or its harness
+                        could not do its job (not a GPU verdict); skipped: not found or not applicable (reason says
+                        which; also every check in check mode); timeout: killed at its bound; refused: the node
+                        was busy, nothing ran. One of: passed, failed, skipped, error, timeout, refused.'
+                      returned: success
+                      type: str
+                    reason:
+                      description: Why the status, in words; empty when passed.
+                      returned: success
+                      type: str
+                    command:
+                      description: The argv run (or that would run in check mode); empty when nothing ran.
+                      returned: always
+                      type: list
+                      elements: str
+                    duration_s:
+                      description: Seconds the command ran; 0 when it did not run.
+                      returned: success
+                      type: float
+                    tool_version:
+                      description: The tool's version as it printed it (DCGM 3.3.8, nvbandwidth v0.7, nccl-tests
+                        2.13.10); null when it did not say.
+                      returned: success
+                      type: str
+                    output_tail:
+                      description: The last 4 KiB of what the command printed (stdout, then stderr).
+                      returned: success
+                      type: str
+                    gpus:
+                      description: GPUs in the run (its device lines, else nThread x nGpus, else the -g given).
+                      returned: success
+                      type: int
+                    rows:
+                      description: The result rows, smallest size first.
+                      returned: always
+                      type: list
+                      elements: dict
+                      contains:
+                        size_bytes:
+                          description: Message size, bytes.
+                          returned: success
+                          type: int
+                        count:
+                          description: Elements.
+                          returned: success
+                          type: int
+                        type:
+                          description: Data type (float, bfloat16, ...).
+                          returned: success
+                          type: str
+                        redop:
+                          description: Reduction (sum; none for all_gather); null in the old 11-column layout.
+                          returned: success
+                          type: str
+                        time_us:
+                          description: Out-of-place time, microseconds.
+                          returned: success
+                          type: float
+                        algbw_gbs:
+                          description: Out-of-place algorithm bandwidth, GB/s.
+                          returned: success
+                          type: float
+                        busbw_gbs:
+                          description: Out-of-place bus bandwidth, GB/s.
+                          returned: success
+                          type: float
+                        wrong:
+                          description: '#wrong of the out-of-place run; null when validation was off (N/A) or the
+                            old layout printed a non-zero max error.'
+                          returned: success
+                          type: int
+                    peak_busbw_gbs:
+                      description: Highest out-of-place bus bandwidth, GB/s; null without rows.
+                      returned: success
+                      type: float
+                    avg_busbw_gbs:
+                      description: '''# Avg bus bandwidth'', GB/s; null when not printed.'
+                      returned: success
+                      type: float
+                    error_text:
+                      description: The first failure line, e.g. "Test CUDA failure common.cu:941 'system not yet
+                        initialized'" or "Test NCCL failure ..."; null when none.
+                      returned: success
+                      type: str
+                stress:
+                  description: dcgmi diag -r targeted_stress or gpu_burn SECONDS; gpu-burn's exit status is not
+                    trusted.
+                  returned: always
+                  type: dict
+                  contains:
+                    status:
+                      description: 'passed; failed: the tool ran and reported a fault; error: the tool or its harness
+                        could not do its job (not a GPU verdict); skipped: not found or not applicable (reason says
+                        which; also every check in check mode); timeout: killed at its bound; refused: the node
+                        was busy, nothing ran. One of: passed, failed, skipped, error, timeout, refused.'
+                      returned: success
+                      type: str
+                    reason:
+                      description: Why the status, in words; empty when passed.
+                      returned: success
+                      type: str
+                    command:
+                      description: The argv run (or that would run in check mode); empty when nothing ran.
+                      returned: always
+                      type: list
+                      elements: str
+                    duration_s:
+                      description: Seconds the command ran; 0 when it did not run.
+                      returned: success
+                      type: float
+                    tool_version:
+                      description: The tool's version as it printed it (DCGM 3.3.8, nvbandwidth v0.7, nccl-tests
+                        2.13.10); null when it did not say.
+                      returned: success
+                      type: str
+                    output_tail:
+                      description: The last 4 KiB of what the command printed (stdout, then stderr).
+                      returned: success
+                      type: str
+                    tool:
+                      description: 'The stress tool. One of: dcgm_targeted_stress, gpu_burn.'
+                      returned: success
+                      type: str
+                    seconds:
+                      description: How long it was asked to load the GPUs.
+                      returned: success
+                      type: int
+                    per_gpu:
+                      description: Per GPU index.
+                      returned: always
+                      type: dict
+        fabric:
+          description: 'The network fabric: InfiniBand / RoCE HCAs and ports with their cumulative counters, GPUDirect
+            RDMA readiness and the GPU-to-NIC topology (gather_subset fabric, docs/fabric.md); absent when that
+            subset did not run. Added in 1.6.'
+          returned: always
+          type: dict
+          contains:
+            hcas:
+              description: The InfiniBand / RoCE HCAs (/sys/class/infiniband; else ibstat; else ibv_devinfo -v);
+                empty on a host with the folder and no HCA; null when none of the sources is there.
+              returned: always
+              type: list
+              elements: dict
+              contains:
+                name:
+                  description: The HCA's name (mlx5_0).
+                  returned: success
+                  type: str
+                hca_type:
+                  description: hca_type (MT4129 is ConnectX-7; ibstat CA type; ibv_devinfo vendor_part_id as MT<id>).
+                  returned: success
+                  type: str
+                board_id:
+                  description: board_id (the PSID).
+                  returned: success
+                  type: str
+                fw_ver:
+                  description: The firmware version.
+                  returned: success
+                  type: str
+                node_guid:
+                  description: The node GUID as sysfs writes it (four groups of four hex digits).
+                  returned: success
+                  type: str
+                pci_bus_id:
+                  description: The HCA's PCI address (device/uevent PCI_SLOT_NAME), 0000:1a:00.0.
+                  returned: success
+                  type: str
+                ports:
+                  description: Its ports.
+                  returned: always
+                  type: list
+                  elements: dict
+                  contains:
+                    port:
+                      description: The port's number (from 1).
+                      returned: success
+                      type: int
+                    state:
+                      description: 'The logical port state in upper case: DOWN, INIT, ARMED, ACTIVE, ACTIVE_DEFER
+                        (sysfs state, ibstat State, ibv_devinfo state).'
+                      returned: success
+                      type: str
+                    state_code:
+                      description: Its number (1 DOWN ... 4 ACTIVE).
+                      returned: success
+                      type: int
+                    phys_state:
+                      description: 'The physical port state as sysfs spells it: Sleep, Polling, Disabled, PortConfigurationTraining,
+                        LinkUp, LinkErrorRecovery, Phy Test.'
+                      returned: success
+                      type: str
+                    phys_state_code:
+                      description: Its number (2 Polling, 3 Disabled, 5 LinkUp ...).
+                      returned: success
+                      type: int
+                    link_layer:
+                      description: InfiniBand or Ethernet (RoCE).
+                      returned: success
+                      type: str
+                    rate_gbps:
+                      description: The port's active rate in Gb/s (sysfs rate; ibstat Rate; ibv_devinfo -v width
+                        x lane speed).
+                      returned: success
+                      type: float
+                    width:
+                      description: The active link width (1X, 2X, 4X, 8X, 12X) where the source names it.
+                      returned: success
+                      type: str
+                    speed:
+                      description: The active lane speed (SDR, DDR, QDR, FDR, EDR, HDR, NDR, XDR) where the source
+                        names it.
+                      returned: success
+                      type: str
+                    netdev:
+                      description: The port's network interface (ports/<n>/gid_attrs/ndevs/0, else the HCA's device/net/).
+                      returned: success
+                      type: str
+                    counters:
+                      description: Every file of ports/<n>/counters as an integer, cumulative (symbol_error, link_downed,
+                        link_error_recovery, port_rcv_errors, port_rcv_remote_physical_errors, port_xmit_discards,
+                        excessive_buffer_overrun_errors, local_link_integrity_errors, port_xmit_wait, ...); empty
+                        when the source has none (ibstat, ibv_devinfo).
+                      returned: always
+                      type: dict
+                    hw_counters:
+                      description: Every file of ports/<n>/hw_counters (mlx5's) as an integer, cumulative.
+                      returned: always
+                      type: dict
+                    ethtool:
+                      description: ethtool -S of the netdev of an Ethernet (RoCE) port, cumulative; null for an
+                        InfiniBand port or where ethtool did not answer.
+                      returned: always
+                      type: dict
+            hcas_source:
+              description: 'Where hcas were read. One of: sysfs, ibstat, ibv_devinfo, null.'
+              returned: success
+              type: str
+            gpudirect:
+              description: GPUDirect RDMA readiness.
+              returned: always
+              type: dict
+              contains:
+                peermem_loaded:
+                  description: nvidia_peermem (or the older nv_peer_mem) is in /proc/modules (else lsmod); null
+                    when neither could be read.
+                  returned: success
+                  type: bool
+                dmabuf_supported:
+                  description: 'GPUDirect RDMA over dma-buf is possible as the host shows it: the NVIDIA open kernel
+                    module (/proc/driver/nvidia/version) on a kernel of 5.12 or later; null when either cannot be
+                    read.'
+                  returned: success
+                  type: bool
+                acs:
+                  description: Every PCI bridge with an ACS control (lspci -nnvv, read only), with whether it redirects
+                    peer-to-peer traffic; null on a host without HCAs, without lspci, or when lspci could not read
+                    the extended capabilities (not root).
+                  returned: always
+                  type: list
+                  elements: dict
+                  contains:
+                    bdf:
+                      description: The bridge's PCI address.
+                      returned: success
+                      type: str
+                    acs_ctl:
+                      description: lspci's ACSCtl flags as printed.
+                      returned: success
+                      type: str
+                    redirect_enabled:
+                      description: 'ReqRedir+ or CmpltRedir+: peer-to-peer traffic through this bridge is sent up
+                        to the root complex (GPUDirect RDMA crosses the CPU or fails).'
+                      returned: success
+                      type: bool
+                    secondary_bus:
+                      description: 'The first bus behind the bridge (lspci Bus: secondary=).'
+                      returned: success
+                      type: int
+                    subordinate_bus:
+                      description: 'The last bus behind it (subordinate=): a GPU or NIC whose PCI bus lies in secondary_bus..subordinate_bus
+                        is below this bridge.'
+                      returned: success
+                      type: int
+            topology:
+              description: nvidia-smi topo -m; null without nvidia-smi or when it failed.
+              returned: always
+              type: dict
+              contains:
+                devices:
+                  description: 'The matrix''s columns: GPU0 ..., NIC0 ... (or mlx5_0 ... in older drivers'' output).'
+                  returned: always
+                  type: list
+                  elements: str
+                matrix:
+                  description: '{row device: {column device: X, SYS, NODE, PHB, PXB, PIX or NV<n>}}; a row cut short
+                    keeps the cells it has.'
+                  returned: always
+                  type: dict
+                nic_names:
+                  description: '{NIC0: mlx5_0} from the NIC legend (an HCA named in the header names itself).'
+                  returned: always
+                  type: dict
+                cpu_affinity:
+                  description: '{GPU0: 0-47} (CPU Affinity column).'
+                  returned: always
+                  type: dict
+                numa_affinity:
+                  description: '{GPU0: 0} (NUMA Affinity column).'
+                  returned: always
+                  type: dict
 """
 # END GENERATED RETURN
 
@@ -3555,6 +4109,7 @@ def main():
             run_dir=dict(type="path"),
             keep_facts=dict(type="bool", default=True),
             policy=dict(type="dict"),
+            validation=dict(type="dict"),
             **inventory_bmc_spec()
         ),
         required_if=[("source", "replay", ["fixture"]), ("kernel_log_source", "files", ["kernel_log_files"])],

@@ -172,11 +172,13 @@ SETTINGS = collections.OrderedDict([
     # what is audited and where the reports go
     ("gpufleet_audit_hosts", setting(text)),
     ("gpufleet_report_dir", setting(folder)),
+    ("gpufleet_textfile_dir", setting(folder)),
     ("gpufleet_fail_severity", setting(one_of(lambda: FAIL_SEVERITIES))),
     ("gpufleet_audit_fail_severity", setting(one_of(lambda: FAIL_SEVERITIES))),
     ("gpufleet_audit_compare_with", setting(text)),
     ("gpufleet_audit_suffix", setting(folder)),
     ("gpufleet_store", setting(flag)),
+    ("gpufleet_report_compress", setting(flag)),
     ("gpufleet_store_url", setting(store_url, shown_url)),
     # the collection (gpu_facts' options)
     ("gpufleet_facts_source", setting(one_of(lambda: gpu_facts_choices("source")))),

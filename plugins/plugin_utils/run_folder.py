@@ -44,12 +44,15 @@ RUN_KINDS = {
     "driver-rollout": "-driver-rollout",
     "driver-rollback": "-driver-rollback",
     "aggregate": "-aggregate",
+    "validate": "-validate",
     "quarantine": "-quarantine",
 }
 CHECK_MODE_SUFFIX = "-check"
 # what each kind writes in its run folder (an incident is an audit's folder with its own files added); the
 # audit's report files are reports/writer.py's RENDERERS
-AUDIT_FILES = ("report.json", "report.html", "junit.xml", "gpufleet.prom", "hosts.txt")
+AUDIT_FILES = ("report.json", "report.html", "junit.xml", "gpufleet.prom", "findings.ndjson", "hosts.txt")
+# report.json gzip-compressed beside it, when the audit is asked to (gpufleet_report_compress)
+COMPRESSED_REPORT = "report.json.gz"
 TIMELINE_FILE = "timeline.json"
 FAULT_LOG_FILE = "fault-log.md"
 LOADSTEP_FILE = "loadstep.json"
@@ -58,6 +61,7 @@ QUARANTINE_FILE = "quarantine.json"
 RUN_FILES = {
     "audit": AUDIT_FILES,
     "incident": AUDIT_FILES + (TIMELINE_FILE, FAULT_LOG_FILE),
+    "validate": AUDIT_FILES,
     "loadstep": (LOADSTEP_FILE, LOADSTEP_HTML),
     "driver-rollout": ("driver-rollout.json",),
     "driver-rollback": ("driver-rollback.json",),
@@ -136,11 +140,12 @@ def write_atomically(path, content, durable=True, mode=REPORT_MODE, umask_applie
     (a caller writing thousands of files reads the umask once).
 
     A lone surrogate (possible in text decoded from a host's JSON) is written as \\udXXX, which JSON reads back.
+    content: text, written as UTF-8, or bytes, written as they are.
     """
     folder, name = os.path.split(path)
     handle, temporary = tempfile.mkstemp(prefix="." + name + ".", suffix=".tmp", dir=folder)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", errors="backslashreplace") as stream:
+        with _opened(handle, content) as stream:
             stream.write(content)
             stream.flush()
             if durable:
@@ -152,6 +157,12 @@ def write_atomically(path, content, durable=True, mode=REPORT_MODE, umask_applie
             os.unlink(temporary)
         raise
     return path
+
+
+def _opened(handle, content):
+    if isinstance(content, bytes):
+        return os.fdopen(handle, "wb")
+    return os.fdopen(handle, "w", encoding="utf-8", errors="backslashreplace")
 
 
 def link_target(run_dir, report_root):

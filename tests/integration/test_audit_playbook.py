@@ -70,7 +70,7 @@ def test_demo_audit_fails_on_its_critical_findings_after_writing_every_report(de
         assert (latest / name).stat().st_size > 0, name
     report = read_report(report_dir)
     assert report["summary"]["failed_threshold"] is True
-    assert report["summary"]["hosts"] == {"total": 18, "ok": 18, "unreachable": 0, "failed": 0}
+    assert report["summary"]["hosts"] == {"total": 19, "ok": 19, "unreachable": 0, "failed": 0}
     assert report["run"]["status"] == "complete"
     assert "Result: FAIL" in result.stdout and "Likely causes (2)" in result.stdout
     assert [cause["id"] for cause in report["causes"]] == ["driver:550.54.15", "workload:concurrency"]

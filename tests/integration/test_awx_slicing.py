@@ -109,6 +109,10 @@ def test_sliced_audit_aggregates_to_the_unsliced_fleet_report(tmp_path, postgres
     assert sum(entry["hosts"] for entry in slices) == len(hosts)
     for name in ("report.html", "junit.xml", "gpufleet.prom"):
         assert os.path.getsize(os.path.join(answer["output"], name)) > 0
+    with open(os.path.join(answer["output"], "gpufleet.prom"), encoding="utf-8") as handle:
+        # the slices' stored facts give the GPU series dcgm-exporter's labels
+        assert ('gpufleet_gpu_lost{host="gpu-h100-xid79-02",gpu="5",UUID="",pci_bus_id="00000000:AB:00.0",'
+                'Hostname="gpu-h100-xid79-02",modelName=""} 1') in handle.read().splitlines()
 
     listed = gpufleet(url, sliced_root, "runs", "--json")
     assert listed.returncode == 0, listed.stderr

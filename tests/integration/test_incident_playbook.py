@@ -14,6 +14,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+FLEET_SERIES = 'gpufleet_audit_hosts{status="ok"} 18\n'
 
 
 def fresh_clone(target):
@@ -42,8 +43,21 @@ def run_incident(clone, *arguments):
 @pytest.fixture(scope="module")
 def xid79_incident(tmp_path_factory):
     clone = fresh_clone(str(tmp_path_factory.mktemp("clone")))
-    result = run_incident(clone, "-l", "gpu-h100-xid79-02")
+    # node_exporter's textfile directory, holding the fleet's file of the last complete audit
+    os.makedirs(os.path.join(clone, "textfile"))
+    with open(os.path.join(clone, "textfile", "gpufleet.prom"), "w") as stream:
+        stream.write(FLEET_SERIES)
+    result = run_incident(clone, "-l", "gpu-h100-xid79-02", "-e", "gpufleet_textfile_dir=%s" % os.path.join(clone, "textfile"))
     return os.path.join(clone, "reports", "latest-partial"), result
+
+
+def test_an_incident_never_replaces_the_published_textfile(xid79_incident):
+    latest_partial, result = xid79_incident
+    textfile = os.path.join(os.path.dirname(os.path.dirname(latest_partial)), "textfile", "gpufleet.prom")
+    assert ("Textfile: %s NOT replaced: a run of kind incident never replaces it (only a complete audit of the whole "
+            "scope does)" % textfile) in result.stdout, result.stdout[-3000:]
+    with open(textfile) as stream:
+        assert stream.read() == FLEET_SERIES
 
 
 def read_json(path):

@@ -25,6 +25,9 @@ POLICY = {"gpus": {"expected_count": 2},
           "quarantine": {"triggers": [{"rule": "driver.nvidia_absent"}], "contain": {"method": "kubernetes"},
                          "repairs": {"steps": ["reset"]}}}
 CLEAN_NOW = {"gpufleet_policy_zz_clean": {"quarantine": {"triggers": [{"rule": "hardware.gpu_lost"}]}}}
+# this controller has no GPU to run active diagnostics on: the return rests on the clean audit alone
+NO_VALIDATION = {"gpufleet_policy_zz_clean": {"quarantine": {"triggers": [{"rule": "hardware.gpu_lost"}],
+                                                             "return": {"require_validation": False}}}}
 
 
 def run_quarantine(inventory, report_dir, env, *extra):
@@ -121,7 +124,15 @@ def test_kubernetes_cordon_taint_condition_and_return_through_the_stand_in(tmp_p
     assert repaired["outcomes"]["localhost"]["repairs"][0]["result"] == "failed"
     assert node_now(state)["spec"]["unschedulable"] is True
 
-    back = run_quarantine(inventory, reports, env, "-e", json.dumps(CLEAN_NOW))
+    held = run_quarantine(inventory, reports, env, "-e", json.dumps(CLEAN_NOW))
+    assert held.returncode == 0, output(held)[-4000:]
+    decided = latest_quarantine(reports)
+    assert decided["plan"]["hosts"]["localhost"]["action"] == "return"
+    assert decided["plan"]["hosts"]["localhost"]["validation"] == "run"
+    assert decided["outcomes"]["localhost"]["msg"].startswith("not returned: the active diagnostics did not pass")
+    assert node_now(state)["spec"]["unschedulable"] is True
+
+    back = run_quarantine(inventory, reports, env, "-e", json.dumps(NO_VALIDATION))
     assert back.returncode == 0, output(back)[-4000:]
     assert latest_quarantine(reports)["plan"]["hosts"]["localhost"]["action"] == "return"
     node = node_now(state)

@@ -20,6 +20,7 @@ import os
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.record_step import ReportInputs, build_and_record
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.run import TOOL_VERSION, run_scope
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.prometheus import gpu_inventory
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import write_reports
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import k8s as rules_k8s
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.correlate import correlate
@@ -206,6 +207,6 @@ def run_aggregate(url, run_group, report_root, run_dir=None, source="given"):
     # the slices already added their drift and trend findings: the aggregate adds none twice
     report = build_and_record(settings, inputs, facts, policies, run_dir=folder, reports_pending=True, history=False)
     write_facts_files(report, facts, folder)
-    paths = write_reports(report, folder, report_root)
+    paths = write_reports(report, folder, report_root, gpu_inventory(facts))
     finish_run(settings, report)
     return report, folder, paths

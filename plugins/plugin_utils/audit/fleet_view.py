@@ -24,7 +24,9 @@ HOST_PARTS_LEFT_OUT = frozenset(("kernel_log", "kernel_events", "host_pressure",
 GPU_FIELDS = ("index", "name", "uuid", "serial", "pci_bus_id", "lost", "vbios_version", "persistence_mode",
               "compute_mode", "processes")
 # GPU fields of which the view keeps some keys
-GPU_SUBFIELDS = {"power": ("limit_w",), "ecc": ("mode_current",)}
+GPU_SUBFIELDS = {"power": ("limit_w",), "ecc": ("mode_current",),
+                 # the link an active check's bandwidth is compared on (rules/active_checks.py, below_peers)
+                 "pcie": ("gen_max", "width_max")}
 
 
 def gpu_view(gpu):

@@ -12,7 +12,8 @@ import json
 import os
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import build_report
-from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import RENDERERS
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.prometheus import gpu_inventory
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import renderers
 from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import FACTS_MODE, write_atomically
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store import changes as change_set
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.write import POLICIES_KEY
@@ -53,8 +54,9 @@ def rebuild_reports(connection, run_name, output=None, report_root="."):
     row, report = stored_report(connection, run_name)
     output = os.path.abspath(output or os.path.join(report_root, REBUILT, row.run_id))
     os.makedirs(output, exist_ok=True)
-    paths = [write_atomically(os.path.join(output, name), render(report)) for name, render in RENDERERS]
     facts = run_facts(connection, row.id)
+    paths = [write_atomically(os.path.join(output, name), render(report))
+             for name, render in renderers(gpu_inventory(facts))]
     if facts:
         folder = os.path.join(output, "facts")
         os.makedirs(folder, exist_ok=True)

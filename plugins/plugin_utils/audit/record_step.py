@@ -17,6 +17,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.fleet_view imp
 from ansible_collections.gpufleet.core.plugins.plugin_utils.quarantine.service_state import states_on_connection
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import build_report
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import RENDERERS
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.active_checks import (
+    SINKING, bandwidth_sinking, thresholds, validation_of)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.drift_trend import (
     DRIFT_RULES, TREND_RULES, HistoryContext, run_rules)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline import baseline_facts, baseline_for_hosts
@@ -24,6 +26,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.store.baseline_templ
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import fleet_counters
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import (
     apply_recorded, mark_failed, mark_off, open_run)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.store.queries import host_facts_history
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.sqla import select
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.tables import COUNTER_COLUMNS, GPU_COUNTERS
 
@@ -77,6 +80,10 @@ def history_findings(connection, facts_by_host, host_policies, groups_of_host, p
             extra += run_rules(TREND_RULES, HistoryContext(host, facts, policy=policy, counters=counters[host],
                                                            current=current.get(host) or {}))
             rules.update(info.id for info in TREND_RULES)
+        if validation_of(facts):
+            earlier = host_facts_history(connection, host, 2 * thresholds(policy)["sinking_runs"])
+            extra += bandwidth_sinking(host, facts, earlier, policy)
+            rules.add(SINKING.id)
         if extra:
             found[host] = extra
     return found, sorted(rules)

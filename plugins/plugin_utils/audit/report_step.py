@@ -18,6 +18,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.run import (
     accepted_unreachable, host_verdicts, run_audit)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.orchestration import orchestration
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.terminal import render_terminal
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.textfile import publish_textfile, textfile_line
 from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (
     create_run_dir, existing_run_dir, write_atomically)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import settings_for
@@ -75,7 +76,8 @@ def report_step(result, args, results, groups=None, not_converged=(), not_acted=
         counts = {}
         report, paths, lines = run_audit(results, host_policies, run_dir, args["report_root"],
                                          args["started_at"], args["fail_severity"], scope, store,
-                                         orchestration(args["orchestration"]), counts)
+                                         orchestration(args["orchestration"]), counts,
+                                         compress=args["compress_report"])
     except (OSError, ValueError) as exc:
         raise AuditReportError("audit_report: %s" % exc)
 
@@ -84,6 +86,9 @@ def report_step(result, args, results, groups=None, not_converged=(), not_acted=
     else:
         summary.append("%d hosts: one line each in %s/hosts.txt" % (len(lines), run_dir))
     summary.append(render_terminal(report, paths=paths).rstrip("\n"))
+    if args.get("textfile_dir"):
+        result["textfile"] = publish_textfile(report, run_dir, args["textfile_dir"], args.get("run_kind") or "audit")
+        summary.append(textfile_line(result["textfile"]))
     result.update(changed=False, run_dir=run_dir, report_dir=run_dir, files=paths, run_status=report["run"]["status"],
                   findings_by_severity=report["summary"]["by_severity"], causes=len(report["causes"]),
                   store=report.get("store"), diagnosed_in_workers=counts["diagnosed_in_workers"],

@@ -15,6 +15,7 @@ import os
 import signal
 import threading
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.active_checks import validation_summary
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.correlate import correlate
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.diagnose import FleetDiagnosis, rules_run
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
@@ -29,6 +30,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.store.extract import
 from ansible_collections.gpufleet.core.plugins.plugin_utils.store.record import finish_run
 from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import (
     FACTS_FILE_KEY, FACTS_MODE, facts_file_names, file_mode, write_atomically)
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.prometheus import gpu_inventory
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import fails_at
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.writer import write_reports
 
 TOOL_VERSION = VERSION
@@ -179,8 +182,7 @@ def host_verdicts(report, accepted, not_converged=(), not_acted=()):
             verdicts[host] = {"verdict": VERDICT_NOT_AUDITED, "msg": "not audited: %s: %s" % (
                 entry["status"], entry.get("message") or "no result from the host")}
             continue
-        failing = [f for f in entry["findings"]
-                   if threshold != NO_FAILURE and severity_rank(f["severity"]) >= severity_rank(threshold)]
+        failing = [f for f in entry["findings"] if fails_at(f["severity"], threshold)]
         if failing:
             verdicts[host] = {"verdict": VERDICT_FAIL, "msg": "%d finding(s) at or above %s: %s" % (
                 len(failing), threshold, ", ".join(sorted({f["rule"] for f in failing})))}
@@ -252,7 +254,7 @@ def collector_paused():
 
 
 def run_audit(results, host_policies, run_dir, report_root, started_at, fail_severity=None, scope=None, store=None,
-              orchestration=None, counts=None):
+              orchestration=None, counts=None, compress=False):
     """results: {host: registered gpu_facts result}; host_policies: {host: effective policy};
     scope: {"hosts": every host of the audit's pattern without --limit, "pattern", "limit"} (optional:
     without it the targeted hosts are the whole scope); store: store.record.StoreSettings (None: no store,
@@ -260,17 +262,17 @@ def run_audit(results, host_policies, run_dir, report_root, started_at, fail_sev
     part of (plugin_utils/orchestration.py), recorded as run.orchestration. A registered result that holds
     gpufleet_facts_file has its facts file written already (host_status); one that holds gpufleet_diagnosis made
     with the host's policy is not diagnosed again (plugin_utils/audit/host_step.py). counts: a dict that gets
-    "diagnosed_in_workers", how many hosts were.
+    "diagnosed_in_workers", how many hosts were. compress: also write report.json.gz (writer.write_reports).
 
     Returns (report, written paths, per-host summary lines).
     """
     with collector_paused():
         return _run_audit(results, host_policies, run_dir, report_root, started_at, fail_severity, scope, store,
-                          orchestration, counts if counts is not None else {})
+                          orchestration, counts if counts is not None else {}, compress)
 
 
 def _run_audit(results, host_policies, run_dir, report_root, started_at, fail_severity, scope, store,
-               orchestration, counts):
+               orchestration, counts, compress):
     facts_dir = os.path.join(run_dir, "facts")
     os.makedirs(facts_dir, exist_ok=True)
     file_names = facts_file_names(sorted(results))
@@ -301,9 +303,11 @@ def _run_audit(results, host_policies, run_dir, report_root, started_at, fail_se
             extracts[host] = worker_extract(result, statuses[host]) or counters_extract(facts)
         del facts
     for host, status in statuses.items():
-        inputs = (views.get(host) or {}).get("coverage") if status["status"] == "ok" else None
-        if inputs is not None:
-            status["inputs"] = inputs
+        view = (views.get(host) or {}) if status["status"] == "ok" else {}
+        if view.get("coverage") is not None:
+            status["inputs"] = view["coverage"]
+        if validation_summary(view) is not None:
+            status["validation"] = validation_summary(view)
     accepted = accepted_unreachable(statuses, host_policies)
 
     diagnosis.fleet(views, findings)
@@ -332,6 +336,6 @@ def _run_audit(results, host_policies, run_dir, report_root, started_at, fail_se
         report = build_and_record(store, ReportInputs(run, statuses, findings, causes), views, host_policies,
                                   run_dir=run_dir, extracts=extracts, reports_pending=True)
         write_atomically(os.path.join(run_dir, "hosts.txt"), "\n".join(lines) + "\n")
-        paths = write_reports(report, run_dir, report_root)
+        paths = write_reports(report, run_dir, report_root, gpu_inventory(views), compress=compress)
         finish_run(store, report)
     return report, paths, lines

@@ -50,6 +50,11 @@ def add_parser(subparsers):
     parser.add_argument("-l", "--limit", help="audit only the hosts of this pattern (a partial run)")
     parser.add_argument("-e", "--extra-vars", action="append", default=[], metavar="VAR=VALUE",
                         help="extra variables, as ansible-playbook -e takes them (repeatable, @file allowed)")
+    parser.add_argument("--textfile-dir", metavar="DIR",
+                        help="node_exporter's textfile-collector directory (it must exist): a complete run of the "
+                             "whole scope replaces gpufleet.prom there (gpufleet_textfile_dir; docs/monitoring.md)")
+    parser.add_argument("--compress", action="store_true",
+                        help="also write report.json.gz beside report.json (gpufleet_report_compress)")
     parser.add_argument("--progress", choices=["auto", "bar", "plain", "none"], default="auto",
                         help="progress display: auto (a bar on a terminal, plain lines otherwise), bar, plain, none")
     parser.add_argument("--keep-artifacts", type=int, default=RUNNER_KEEP, metavar="N",
@@ -67,12 +72,19 @@ def absolute_extra_var(value, cwd):
 
 def playbook_arguments(args, report_root, cwd):
     """ansible-playbook arguments besides the playbook and inventory: the user's -e, then the report root
-    (last, so --report-root decides where the reports go)."""
+    (last, so --report-root decides where the reports go) and --textfile-dir (relative to where the command was
+    started)."""
     extra = []
     for value in args.extra_vars:
         extra += ["-e", absolute_extra_var(value, cwd)]
-    extra += ["-e", json.dumps({"gpufleet_report_dir": report_root})]
+    extra += ["-e", json.dumps(dict({"gpufleet_report_dir": report_root}, **compress_vars(args)))]
+    if getattr(args, "textfile_dir", None):
+        extra += ["-e", json.dumps({"gpufleet_textfile_dir": os.path.join(cwd, args.textfile_dir)})]
     return extra
+
+
+def compress_vars(args):
+    return {"gpufleet_report_compress": True} if getattr(args, "compress", False) else {}
 
 
 def runner_settings(args, checkout, report_root, cwd):

@@ -129,6 +129,17 @@ DEFAULT_POLICY = {
         "min_hours": 1,
     },
     "loadstep": {"allowed": False},
+    # active checks (validate.yml, docs/active-checks.md): which checks run, and the thresholds their figures are
+    # judged by; verify_after: the runs that validate the hosts they changed (remediate, driver_rollout)
+    "validation": {
+        "verify_after": [],
+        "checks": ["dcgm_diag", "nvbandwidth", "nccl_all_reduce"],
+        "dcgm_level": 1,
+        "bandwidth_min_fraction": 0.7,
+        "peer_min_fraction": 0.8,
+        "sinking_runs": 3,
+        "sinking_fraction": 0.9,
+    },
     "quarantine": {
         # each trigger: rule (an fnmatch pattern of rule ids), min_severity, evidence ({key: [values]}); a finding
         # that matches any trigger takes its node out of service (docs/quarantine.md)
@@ -153,6 +164,10 @@ DEFAULT_POLICY = {
         "return": {"require_validation": "auto"},
     },
 }
+
+# The active checks (gpu_validate's checks) and the runs that may verify their change with them
+VALIDATION_CHECKS = ("dcgm_diag", "nvbandwidth", "nccl_all_reduce", "stress")
+VALIDATION_VERIFY_AFTER = ("remediate", "driver_rollout")
 
 # Lists of entries identified by their "name": fragments merge them entry by entry instead of replacing them.
 NAMED_LISTS = (("workload", "services"), ("custom_rules",))

@@ -15,7 +15,8 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.checks import
     integer, jmespath_expression, list_of, named_list, non_empty_text, number, section, text)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.defaults import (
     CATALOG_TABLES, CONTAIN_METHODS, CUSTOM_RULE_DEFAULTS, CUSTOM_RULE_REQUIRED, DRAIN_METHODS, REPAIR_STEPS,
-    RESTART_VALUES, SERVICE_DEFAULTS, TAINT_EFFECTS, THROTTLE_REASON_NAMES, UNIT_TYPES)
+    RESTART_VALUES, SERVICE_DEFAULTS, TAINT_EFFECTS, THROTTLE_REASON_NAMES, UNIT_TYPES, VALIDATION_CHECKS,
+    VALIDATION_VERIFY_AFTER)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.problems import FRAGMENT_PREFIX, POLICY_VAR
 
 SCHEMA_ID = "https://gpufleet.example/schema/policy/1.json"
@@ -195,6 +196,15 @@ POLICY_SCHEMA = section({
         "min_hours": number(0, 8760),
     }),
     "loadstep": section({"allowed": boolean()}),
+    "validation": section({
+        "verify_after": list_of(choice(VALIDATION_VERIFY_AFTER)),
+        "checks": list_of(choice(VALIDATION_CHECKS)),
+        "dcgm_level": integer(1, 4),
+        "bandwidth_min_fraction": number(0, 1),
+        "peer_min_fraction": number(0, 1),
+        "sinking_runs": integer(2, 100),
+        "sinking_fraction": number(0, 1),
+    }),
     "quarantine": QUARANTINE_SCHEMA,
 })
 

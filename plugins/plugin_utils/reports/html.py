@@ -21,6 +21,7 @@ import json
 
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.coverage import unread_inputs
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.service import html_section as service_section
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.html_validation import validation_section
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
     LAYER_ORDER, LAYERS, NO_FAILURE, SEVERITIES)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.html_timeline import timeline_section
@@ -117,8 +118,8 @@ SCRIPT = r"""
   var S = data.strings, HOSTS = data.hosts, ROWS = data.rows, CAUSES = data.causes;
   var LAYERS = data.layers, SEVS = data.severities, STATUSES = data.statuses;
   var PAGE = 200;
-  var COLUMNS = ["severity", "layer", "host", "status", "gpu", "rule", "summary"];
-  var H = 0, SEV = 1, LAYER = 2, RULE = 3, GPU = 4, SUMMARY = 5, ACTION = 6, FIX = 7, EVIDENCE = 8;
+  var COLUMNS = ["severity", "layer", "host", "state", "gpu", "rule", "summary"];
+  var H = 0, SEV = 1, LAYER = 2, RULE = 3, GPU = 4, SUMMARY = 5, ACTION = 6, FIX = 7, EVIDENCE = 8, STATE = 9;
   var state = {q: "", layer: "", severity: "", status: "", cause: "", sort: "severity", dir: "desc"};
   var shown = PAGE, filtered = [], haystacks = new Array(ROWS.length);
   var el = function (id) { return document.getElementById(id); };
@@ -140,7 +141,7 @@ SCRIPT = r"""
     if (haystacks[i] === undefined) {
       var r = ROWS[i];
       haystacks[i] = [HOSTS[r[H]][0], str(HOSTS[r[H]][2]), str(r[RULE]), str(r[GPU]), str(r[SUMMARY]),
-        str(r[ACTION]), str(r[FIX]), r[EVIDENCE] ? JSON.stringify(r[EVIDENCE]) : ""].join("\n").toLowerCase();
+        str(r[ACTION]), str(r[FIX]), r[EVIDENCE] ? JSON.stringify(r[EVIDENCE]) : "", str(r[STATE])].join("\n").toLowerCase();
     }
     return haystacks[i];
   }
@@ -172,7 +173,7 @@ SCRIPT = r"""
       case "severity": return function (r) { return sevRank(r); };
       case "layer": return function (r) { return r[LAYER] < 0 ? 99 : r[LAYER]; };
       case "host": return function (r) { return r[H]; };
-      case "status": return function (r) { return HOSTS[r[H]][1]; };
+      case "state": return function (r) { return str(r[STATE]); };
       case "gpu": return function (r) { return str(r[GPU]); };
       case "rule": return function (r) { return str(r[RULE]); };
       default: return function (r) { return str(r[SUMMARY]); };
@@ -241,9 +242,7 @@ SCRIPT = r"""
     tr.appendChild(sevCell);
     tr.appendChild(node("td", "layer", r[LAYER] >= 0 ? LAYERS[r[LAYER]] : ""));
     tr.appendChild(node("td", "host", HOSTS[r[H]][0]));
-    var statusCell = node("td");
-    statusCell.appendChild(badge(status, status));
-    tr.appendChild(statusCell);
+    tr.appendChild(node("td", "state", str(r[STATE])));
     tr.appendChild(r[GPU] >= 0 ? node("td", "gpu", S[r[GPU]]) : node("td", "gpu muted", r[SEV] >= 0 ? "host-wide" : ""));
     tr.appendChild(node("td", "rule", str(r[RULE])));
     tr.appendChild(findingCell(r));
@@ -257,7 +256,8 @@ SCRIPT = r"""
     tbody.textContent = "";
     tbody.appendChild(body);
     el("shown").textContent = "Showing " + count.toLocaleString("en-US") + " of " +
-      filtered.length.toLocaleString("en-US") + " matching rows (" + ROWS.length.toLocaleString("en-US") + " in all)";
+      filtered.length.toLocaleString("en-US") + " matching rows (" + data.counts.findings.toLocaleString("en-US") +
+      " findings and " + data.counts.hosts_without_findings.toLocaleString("en-US") + " hosts without findings in all)";
     el("more").hidden = count >= filtered.length;
     el("all").hidden = count >= filtered.length;
     el("all").textContent = "Show all " + filtered.length.toLocaleString("en-US");
@@ -405,6 +405,23 @@ class StringTable:
         return position
 
 
+def finding_state(finding):
+    """The finding's state against the previous runs the store knows: new, or open since when (and for how many
+    runs); empty without a store. A cleared finding is not in the table: the changes section lists it."""
+    runs_open = finding.get("runs_open")
+    if not runs_open:
+        return ""
+    if runs_open == 1:
+        return "new"
+    return "open since %s (%d runs)" % (finding.get("first_seen") or "an earlier run", runs_open)
+
+
+def table_counts(report):
+    """What the table's heading and its status line both count."""
+    return {"findings": len(report["findings"]), "hosts": len(report["hosts"]),
+            "hosts_without_findings": sum(1 for entry in report["hosts"].values() if not entry["findings"])}
+
+
 def table_data(report):
     """Rows of the findings table: one per finding, one per host without findings."""
     strings = StringTable()
@@ -418,12 +435,13 @@ def table_data(report):
             rows.append([position, severity_index.get(finding["severity"], 2), layer_index.get(finding["layer"], -1),
                          strings.ref(finding["rule"]), strings.ref(finding.get("gpu")),
                          strings.ref(finding.get("summary")), strings.ref(finding.get("action")),
-                         strings.ref(finding.get("fix")), finding.get("evidence") or None])
+                         strings.ref(finding.get("fix")), finding.get("evidence") or None,
+                         strings.ref(finding_state(finding))])
         if not entry["findings"]:
-            rows.append([position, -1, -1, -1, -1, -1, -1, -1, None])
+            rows.append([position, -1, -1, -1, -1, -1, -1, -1, None, -1])
     host_position = {name: i for i, name in enumerate(report["hosts"])}
     causes = [[host_position[h] for h in cause["hosts"] if h in host_position] for cause in report["causes"]]
-    return {"strings": strings.strings, "hosts": hosts, "rows": rows, "causes": causes,
+    return {"strings": strings.strings, "hosts": hosts, "rows": rows, "causes": causes, "counts": table_counts(report),
             "layers": list(LAYERS), "severities": list(SEVERITIES), "statuses": list(HOST_STATUSES)}
 
 
@@ -615,6 +633,7 @@ def cause_label(cause):
 
 
 def table_section(report):
+    counts = table_counts(report)
     severities = [(severity, severity) for severity in SEVERITIES]
     severities += [("warning+", "warning or worse"), ("none", "no findings")]
     filters = (
@@ -630,7 +649,7 @@ def table_section(report):
             options([(status, status) for status in HOST_STATUSES], "all statuses"),
             options([(str(i), cause_label(cause)) for i, cause in enumerate(report["causes"])], "any cause")))
     head = "".join('<th data-column="%s" scope="col">%s</th>' % (column, label) for column, label in (
-        ("severity", "severity"), ("layer", "layer"), ("host", "host"), ("status", "status"), ("gpu", "gpu"),
+        ("severity", "severity"), ("layer", "layer"), ("host", "host"), ("state", "state"), ("gpu", "gpu"),
         ("rule", "rule"), ("summary", "finding")))
     return (
         '<section id="table-section"><h2>Hosts and findings <span class="count">(%s findings on %s hosts)</span></h2>'
@@ -639,7 +658,7 @@ def table_section(report):
         '<table id="findings"><thead><tr>%s</tr></thead><tbody id="rows"></tbody></table>'
         '<div class="pager"><button id="more" type="button" hidden>Show 1,000 more</button>'
         '<button id="all" type="button" hidden>Show all</button></div></section>' % (
-            number(len(report["findings"])), number(len(report["hosts"])), filters, head))
+            number(counts["findings"]), number(counts["hosts"]), filters, head))
 
 
 def render_html(report, timeline=None):
@@ -656,6 +675,7 @@ def render_html(report, timeline=None):
         problem_hosts_section(report),
         service_section(report, esc),
         inputs_section(report),
+        validation_section(report, esc),
         baselines_section(report),
         table_section(report),
         '<footer>gpufleet report version %s</footer>' % esc(report.get("report_version", REPORT_VERSION)),

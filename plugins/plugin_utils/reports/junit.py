@@ -4,20 +4,20 @@
 """junit.xml for CI dashboards, valid against the junit-10.xsd that Jenkins reads.
 
 Layout: one testsuite per rule family (gpufleet.hardware, gpufleet.driver, gpufleet.scheduling,
-gpufleet.workload, gpufleet.custom), one testcase per host with findings of that family, classname =
-family, name = host. Sized for fleets: a host's testcase lists its rules and findings of the family,
-and what every finding says in full (action, evidence) stays in report.json and report.html.
+gpufleet.workload, gpufleet.custom ...) that had a rule run, and in each one testcase per host of the run,
+classname = family, name = host: every host has its test cases, passing ones included, so CI counts them and
+keeps their history. What every finding says in full (action, evidence) stays in report.json and report.html.
 
-- critical and warning findings: <failure type="critical|warning"> (the worst severity), its message
-  the failing rules (with their finding counts), its text one line per finding of the family:
-  severity, rule, GPU and summary. Warnings are failures so that they show; Jenkins marks the build
-  unstable, while the playbook's exit code follows fail_severity.
-- info findings only: passing testcase, the finding lines in <system-out>
-- a host with no finding of a family has no testcase in that suite; its suite's <properties> name the
-  rules that ran (gpufleet.rules_run), so a passing rule stays visible.
-- suite gpufleet.collection: one testcase per host, <error type="unreachable|failed"> when the facts
-  could not be collected (its rules did not run); passing when they were, which is the host's
-  testcase in a fleet where nothing was found.
+- A testcase fails (<failure type="<worst severity>">) when a finding of its family on its host is at or above
+  the run's fail severity (run.fail_severity), as the exit status does (model.fails_at): with the default
+  critical, warnings pass; fail_severity warning makes them failures; none never fails. The failure's message
+  names the failing rules (with their finding counts), its text one line per finding of the family: severity,
+  rule, GPU and summary. Nothing in it changes from run to run for the same finding (no first_seen, no run
+  counts, no durations), so CI's history of the testcase means something.
+- A testcase without a failing finding passes; the lines of its findings below the threshold in <system-out>.
+- A host whose facts could not be collected: its family testcases are <skipped> (its rules did not run), and
+  suite gpufleet.collection has its <error type="unreachable|failed">; there every other host passes.
+- Each family suite's <properties> name the rules that ran (gpufleet.rules_run).
 
 Host text (host names, summaries) goes through text_safety.safe_xml_text: the characters
 XML 1.0 forbids (most C0 controls, U+FFFE, U+FFFF, lone surrogates) and those that would mislead a
@@ -31,15 +31,16 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYER_ORDER, LAYERS, SEVERITIES
+from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYER_ORDER, LAYERS
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import severity_rank
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_xml_text
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import fails_at
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.since_previous import (
-    junit_finding_note as history_note, junit_properties as history_properties)
+    junit_properties as history_properties)
 
 COLLECTION_SUITE = "collection"
 COLLECTION_CASE = "collection.gpu_facts"
-FAILING_SEVERITIES = tuple(s for s in SEVERITIES if s != "info")
+PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 _ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#9;"}
 _ATTRIBUTE_SPECIALS = re.compile('[&<>"\n\r\t]')
 _TEXT_SPECIALS = re.compile("[&<>\r]")
@@ -83,41 +84,51 @@ def findings_by_family_and_host(findings):
 
 
 def describe_finding(finding):
+    """The finding's line: the same for the same finding in every run (nothing from the store's history)."""
     where = "GPU %s" % finding["gpu"] if finding.get("gpu") else "host"
-    return "[%s] %s, %s: %s%s" % (finding["severity"], finding["rule"], where, finding["summary"], history_note(finding))
+    return "[%s] %s, %s: %s" % (finding["severity"], finding["rule"], where, finding["summary"])
 
 
 def describe_findings(findings):
     return "\n".join(describe_finding(finding) for finding in findings)
 
 
-def failure_message(findings):
-    """The failing rules, worst first, each with its count of findings on the host."""
+def failure_message(failing):
+    """The failing rules, worst first, each with its count of failing findings on the host."""
     counts = {}
-    for finding in findings:
-        if finding["severity"] in FAILING_SEVERITIES:
-            counts[finding["rule"]] = counts.get(finding["rule"], 0) + 1
+    for finding in failing:
+        counts[finding["rule"]] = counts.get(finding["rule"], 0) + 1
     return ", ".join(rule if count == 1 else "%s (%d)" % (rule, count) for rule, count in counts.items())
 
 
-def host_testcase(family, host, findings):
-    """One testcase of a host's findings of one family, and whether it failed."""
+def host_testcase(family, host, findings, fail_severity):
+    """One host's testcase of one family, and its outcome."""
     opening = '<testcase classname="%s" name="%s"' % (attribute(family), attribute(host))
+    if not findings:
+        return opening + "/>", PASSED
     findings = sorted(findings, key=lambda finding: -severity_rank(finding["severity"]))
-    if findings[0]["severity"] in FAILING_SEVERITIES:
+    failing = [finding for finding in findings if fails_at(finding["severity"], fail_severity)]
+    if failing:
         body = '<failure type="%s" message="%s">%s</failure>' % (
-            attribute(findings[0]["severity"]), attribute(failure_message(findings)), text(describe_findings(findings)))
-        return "%s>%s</testcase>" % (opening, body), True
-    return "%s><system-out>%s</system-out></testcase>" % (opening, text(describe_findings(findings))), False
+            attribute(findings[0]["severity"]), attribute(failure_message(failing)), text(describe_findings(findings)))
+        return "%s>%s</testcase>" % (opening, body), FAILED
+    return "%s><system-out>%s</system-out></testcase>" % (opening, text(describe_findings(findings))), PASSED
+
+
+def skipped_testcase(family, host, entry):
+    """A host whose facts were not collected: its rules did not run."""
+    message = "not audited: the host's facts were not collected (%s)" % entry["status"]
+    return '<testcase classname="%s" name="%s"><skipped message="%s"/></testcase>' % (
+        attribute(family), attribute(host), attribute(message)), SKIPPED
 
 
 def collection_testcase(host, entry):
     opening = '<testcase classname="%s" name="%s"' % (COLLECTION_CASE, attribute(host))
     if entry["status"] == "ok":
-        return opening + "/>", False
+        return opening + "/>", PASSED
     message = entry.get("message") or entry["status"]
     body = '<error type="%s" message="%s">%s</error>' % (attribute(entry["status"]), attribute(message), text(message))
-    return "%s>%s</testcase>" % (opening, body), True
+    return "%s>%s</testcase>" % (opening, body), FAILED
 
 
 def run_properties(report):
@@ -132,17 +143,18 @@ def run_properties(report):
 
 
 def testsuite(name, cases, timestamp, failure_kind, properties=None):
-    """cases: [(xml, failed)]; failure_kind says whether failed cases count as failures or errors."""
-    failed = sum(1 for _xml, is_failed in cases if is_failed)
-    counts = {"failures": failed if failure_kind == "failures" else 0, "errors": failed if failure_kind == "errors" else 0}
-    opening = '<testsuite name="gpufleet.%s" tests="%d" failures="%d" errors="%d" skipped="0"' % (
-        attribute(name), len(cases), counts["failures"], counts["errors"])
+    """cases: [(xml, outcome)]; failure_kind says whether failed cases count as failures or errors."""
+    failed = sum(1 for _xml, outcome in cases if outcome == FAILED)
+    counts = {"failures": failed if failure_kind == "failures" else 0, "errors": failed if failure_kind == "errors" else 0,
+              "skipped": sum(1 for _xml, outcome in cases if outcome == SKIPPED)}
+    opening = '<testsuite name="gpufleet.%s" tests="%d" failures="%d" errors="%d" skipped="%d"' % (
+        attribute(name), len(cases), counts["failures"], counts["errors"], counts["skipped"])
     if timestamp:
         opening += ' timestamp="%s"' % attribute(timestamp)
     lines = [opening + ">"]
     if properties:
         lines.append("    " + properties)
-    lines.extend("    " + xml for xml, _failed in cases)
+    lines.extend("    " + xml for xml, _outcome in cases)
     lines.append("  </testsuite>")
     return "  " + "\n".join(lines), len(cases), counts
 
@@ -155,9 +167,17 @@ def rules_properties(rules):
     return '<properties><property name="gpufleet.rules_run" value="%s"/></properties>' % attribute(" ".join(rules))
 
 
+def family_testcase(family, host, entry, findings, fail_severity):
+    if entry["status"] != "ok" and not findings:
+        return skipped_testcase(family, host, entry)
+    return host_testcase(family, host, findings, fail_severity)
+
+
 def family_cases(report, rules):
-    """{family: (cases, rules of the family that ran)}; every family with a rule that ran has a suite."""
+    """{family: (cases, rules of the family that ran)}; every family with a rule that ran or a finding has a
+    suite, with a testcase for every host."""
     grouped = findings_by_family_and_host(report["findings"])
+    fail_severity = report["run"].get("fail_severity")
     families = {}
     for rule in rules:
         families.setdefault(rule_family(rule), []).append(rule)
@@ -166,7 +186,8 @@ def family_cases(report, rules):
     by_family = {}
     for family, family_rules in families.items():
         hosts = grouped.get(family, {})
-        cases = [host_testcase(family, host, hosts[host]) for host in report["hosts"] if host in hosts]
+        cases = [family_testcase(family, host, entry, hosts.get(host, []), fail_severity)
+                 for host, entry in report["hosts"].items()]
         by_family[family] = (cases, family_rules)
     return by_family
 

@@ -4,11 +4,12 @@
 """The audit report as data: hosts, findings, likely causes and the counts every renderer shows.
 
 The shape is a public contract, documented in docs/schema/report.schema.json. Within a major
-REPORT_VERSION keys are only added; consumers ignore keys they do not know. Exceptions, 1.2 and 1.3: on disk
-(report_format.compact) a host's findings are positions in the top-level findings and shared actions sit
-in `actions`; report_format.expanded reads every 1.x document back into this shape. 1.3: changes.persisting
-lists identities instead of objects (docs/report-format.md). 1.4: a host's inputs (reports/coverage.py).
-1.5: a host's service state (reports/service.py, quarantine/service_state.py).
+REPORT_VERSION keys are only added; consumers ignore keys they do not know. 2.0 (docs/report-format.md): on disk
+(report_format.disk_document) each finding is whole in the top-level findings and a host entry leaves out its
+findings; 1.2 to 1.4 wrote shared values once (positions, per-rule defaults, shared texts by position), and
+report_format.expanded reads every version back into this shape. 1.4: a host's inputs (reports/coverage.py).
+2.0 also: a host's service state (reports/service.py, quarantine/service_state.py) and its validation, the summary
+of its active checks (rules/active_checks.py, validation_summary).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -26,7 +27,7 @@ from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import (
 )
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import severity_rank
 
-REPORT_VERSION = "1.5"
+REPORT_VERSION = "2.0"
 HOST_STATUSES = ("ok", "unreachable", "failed")
 # complete: every host of the audit's pattern was targeted; partial: only some (--limit); failed: no
 # host's facts could be read. A report built without a status is complete (callers of build_report).
@@ -91,8 +92,9 @@ def host_entry(info, findings):
         "message": info.get("message"),
         "findings": sorted(findings, key=same_host_sort_key),
     }
-    if info.get("inputs") is not None:
-        entry["inputs"] = info["inputs"]
+    for key in ("inputs", "validation"):
+        if info.get(key) is not None:
+            entry[key] = info[key]
     return entry
 
 
@@ -152,11 +154,14 @@ def hosts_with_status(host_entries, status):
     return [name for name, entry in host_entries.items() if entry["status"] == status]
 
 
+def fails_at(severity, fail_severity):
+    """Whether a finding of this severity fails the run under fail_severity (none: nothing fails); the exit
+    status, the summary's failed_threshold and junit.xml's failures all ask this."""
+    return fail_severity != NEVER_FAIL and severity_rank(severity) >= severity_rank(fail_severity)
+
+
 def threshold_reached(findings, fail_severity):
-    if fail_severity == NEVER_FAIL:
-        return False
-    threshold = severity_rank(fail_severity)
-    return any(severity_rank(finding["severity"]) >= threshold for finding in findings)
+    return any(fails_at(finding["severity"], fail_severity) for finding in findings)
 
 
 def build_summary(host_entries, findings, fail_severity):

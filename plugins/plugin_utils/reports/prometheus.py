@@ -3,10 +3,11 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """gpufleet.prom: Prometheus text exposition format (0.0.4) for node_exporter's textfile collector.
 
-Labels carry only bounded values (host names, rule ids, layers, severities, PCI bus ids, cause ids);
+Labels carry only bounded values (host names, rule ids, layers, severities, GPU identities, cause ids);
 summaries and evidence stay in report.json. No sample has a timestamp: the textfile collector
 refuses them. Fleet-wide series are written with zeros so that alerts resolve; per-host finding
-series exist only while there is something to report.
+series exist only while there is something to report. A GPU's series carry the labels dcgm-exporter gives the same
+GPU (DCGM_LABELS), so that a query can join them with DCGM's metrics (docs/monitoring.md).
 
 Only a complete run writes the fleet-wide series (the run's timing, threshold, host counts, fleet findings
 and likely causes). A partial run (--limit) or a failed one writes its run info and per-host series only,
@@ -20,6 +21,7 @@ __metaclass__ = type
 import datetime
 import re
 
+from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import dcgm_pci_bus_id, normalize_pci_bus_id
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYERS, SEVERITIES
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import HOST_STATUSES, REPORT_VERSION
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.service import prometheus_lines as service_families
@@ -145,17 +147,109 @@ def host_families(report):
             + family("gpufleet_findings", "Findings per host, layer and severity (only non-zero series).", counts))
 
 
-def finding_family(report):
-    """One series per host, rule and GPU; its value counts the findings behind it (usually 1)."""
-    counts = {}
+# ----------------------------------------------------------------- GPU identity: dcgm-exporter's labels
+
+DCGM_LABELS = ("gpu", "UUID", "pci_bus_id", "Hostname", "modelName")
+NO_GPU = ("", "", "")  # gpu, UUID, modelName of a host-wide finding or of a bus id the facts do not list
+
+
+def host_gpus(facts):
+    """(hostname, {normalised bus id: (gpu, UUID, pci_bus_id, modelName, lost)}) of one host's facts or fleet
+    view (audit/fleet_view.py), in dcgm-exporter's forms: the index as a string, the bus id as nvidia-smi prints it."""
+    host = facts.get("host")
+    hostname = (host.get("hostname") or None) if isinstance(host, dict) else None
+    gpus = {}
+    for gpu in facts.get("gpus") if isinstance(facts.get("gpus"), list) else ():
+        bus_id = normalize_pci_bus_id(gpu.get("pci_bus_id")) if isinstance(gpu, dict) else None
+        if bus_id is None:
+            continue
+        index = gpu.get("index")
+        gpus[bus_id] = ("" if index is None else str(index), gpu.get("uuid") or "", dcgm_pci_bus_id(bus_id),
+                        gpu.get("name") or "", bool(gpu.get("lost")))
+    return hostname, gpus
+
+
+def gpu_inventory(facts_by_host):
+    """{host: host_gpus(facts)} of every host whose facts (or fleet view) were read; render_prometheus labels the
+    GPU series with it."""
+    return {host: host_gpus(facts) for host, facts in (facts_by_host or {}).items() if isinstance(facts, dict)}
+
+
+class GpuLabels:
+    """dcgm-exporter's label values (DCGM_LABELS) of a host's GPU named by its bus id, with a memory."""
+
+    def __init__(self, inventory):
+        self.inventory = inventory or {}
+        self.known = {}
+
+    def hostname(self, host):
+        return (self.inventory.get(host) or (None, {}))[0] or host
+
+    def values(self, host, bus_id):
+        key = (host, bus_id)
+        if key not in self.known:
+            self.known[key] = self._values(host, bus_id)
+        return self.known[key]
+
+    def _values(self, host, bus_id):
+        if not bus_id:
+            gpu, uuid, model = NO_GPU
+            return (gpu, uuid, "", self.hostname(host), model)
+        listed = (self.inventory.get(host) or (None, {}))[1].get(normalize_pci_bus_id(bus_id))
+        if listed is None:
+            gpu, uuid, model = NO_GPU
+            return (gpu, uuid, dcgm_pci_bus_id(bus_id) or bus_id, self.hostname(host), model)
+        index, uuid, pci_bus_id, model, _lost = listed
+        return (index, uuid, pci_bus_id, self.hostname(host), model)
+
+
+def gpu_families(inventory):
+    """gpufleet_gpu_info and gpufleet_gpu_lost: one series per GPU the facts list, with dcgm-exporter's labels."""
+    labels = GpuLabels(inventory)
+    info, lost = [], []
+    for host in sorted(labels.inventory):
+        for bus_id, entry in sorted(labels.inventory[host][1].items()):
+            pairs = [("host", host)] + list(zip(DCGM_LABELS, labels.values(host, bus_id)))
+            info.append(sample("gpufleet_gpu_info", pairs, 1))
+            lost.append(sample("gpufleet_gpu_lost", pairs, entry[4]))
+    return (family("gpufleet_gpu_info", "1 for each GPU of an audited host, labelled as dcgm-exporter labels it "
+                   "(gpu index, UUID, pci_bus_id, Hostname, modelName).", info)
+            + family("gpufleet_gpu_lost", "1 when the GPU fell off the bus (listed by the driver, no longer "
+                     "answering), else 0.", lost))
+
+
+# ----------------------------------------------------------------- findings
+
+def finding_families(report, inventory):
+    """gpufleet_finding: one series per host, rule and GPU; its value counts the findings behind it (usually 1).
+    gpufleet_finding_first_seen_timestamp_seconds: when the earliest of them was first seen (first_seen from the
+    store; without a store, the run's start)."""
+    counts, first_seen, seen_at = {}, {}, {}
+    run_start = epoch_seconds(report["run"].get("started_at"))
     for finding in report["findings"]:
         key = (finding["host"], finding["rule"], finding["layer"], finding["severity"], finding.get("gpu") or "")
         counts[key] = counts.get(key, 0) + 1
+        since = finding.get("first_seen")
+        if since not in seen_at:
+            seen_at[since] = epoch_seconds(since) or run_start
+        if seen_at[since] is not None:
+            first_seen[key] = min(seen_at[since], first_seen.get(key, seen_at[since]))
     escaped = label_escaper()
-    samples = ['gpufleet_finding{host="%s",rule="%s",layer="%s",severity="%s",gpu="%s"} %d' % (
-        escaped(host), escaped(rule), escaped(layer), escaped(severity), escaped(gpu), n)
-        for (host, rule, layer, severity, gpu), n in counts.items()]
-    return family("gpufleet_finding", "Findings by host, rule and GPU (gpu empty for host-wide findings).", samples)
+    labels = GpuLabels(inventory)
+
+    def head(name, key):
+        host, rule, layer, severity, bus_id = key
+        gpu = ",".join('%s="%s"' % pair for pair in zip(DCGM_LABELS, map(escaped, labels.values(host, bus_id))))
+        return '%s{host="%s",rule="%s",layer="%s",severity="%s",%s}' % (
+            name, escaped(host), escaped(rule), escaped(layer), escaped(severity), gpu)
+    return (family("gpufleet_finding", "Findings by host, rule and GPU, the GPU labelled as dcgm-exporter labels it "
+                   "(gpu index, UUID, pci_bus_id, Hostname, modelName; empty for host-wide findings).",
+                   ["%s %d" % (head("gpufleet_finding", key), n) for key, n in counts.items()])
+            + family("gpufleet_finding_first_seen_timestamp_seconds", "Unix time each open finding was first seen "
+                     "(first_seen in report.json; without a run store, the start of this run); labels as "
+                     "gpufleet_finding.",
+                     ["%s %s" % (head("gpufleet_finding_first_seen_timestamp_seconds", key), format_value(when))
+                      for key, when in first_seen.items()]))
 
 
 def cause_labels(cause):
@@ -171,11 +265,13 @@ def cause_families(report):
             + family("gpufleet_cause_host", "1 for each host behind a likely cause.", members))
 
 
-def render_prometheus(report):
+def render_prometheus(report, inventory=None):
+    """inventory: gpu_inventory of the run's facts (the GPU labels); without it the GPU series carry only the bus id
+    and the host's name as Hostname."""
     lines = info_family(report)
     if run_status(report) == "complete":
         lines += run_families(report)
-    lines += host_families(report) + finding_family(report)
+    lines += host_families(report) + gpu_families(inventory) + finding_families(report, inventory)
     if run_status(report) == "complete":
         lines += cause_families(report)
     lines += history_families(report, family, sample)

@@ -8,10 +8,7 @@ function for its format here; a report without a "changes" section (no store) re
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import datetime
-
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.format import persisting_identities
-from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings import parse_time
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_line
 
 MAX_TERMINAL_CHANGES = 5
@@ -25,20 +22,32 @@ def change_counts(report):
     return (report.get("changes") or {}).get("counts") or {"new": 0, "persisting": 0, "cleared": 0}
 
 
-def store_line(report):
-    """One line about the store: where the run went, or why it did not."""
+def store_kind(url):
+    """The store's backend (sqlite, postgresql) from its URL: what a page shared beyond this controller shows,
+    never a path, a host or credentials."""
+    kind = str(url or "").split(":", 1)[0].split("+", 1)[0]
+    return "%s store" % (kind or "unknown")
+
+
+def store_line(report, where=None):
+    """One line about the store: where the run went, or why it did not. where(url): what the line shows of the
+    store's URL (default the URL, its password already left out); report.html shows only store_kind."""
     store = report.get("store")
     if not isinstance(store, dict):
         return None
+    url = store.get("url")
+    shown = where(url) if where else url
     if store.get("status") == "failed":
-        return safe_line("Store: NOT WRITTEN (%s) - the reports are complete; the exit status does not change"
-                         % store.get("error"))
+        error = str(store.get("error"))
+        if where and url:
+            error = error.replace(str(url), shown)
+        return safe_line("Store: NOT WRITTEN (%s) - the reports are complete; the exit status does not change" % error)
     if store.get("status") == "off":
         return "Store: off (gpufleet_store: false)"
     skipped = (store.get("retention") or {}).get("skipped")
     if skipped:
-        return safe_line("Store: run written to %s; retention NOT applied: %s" % (store.get("url"), skipped))
-    return safe_line("Store: run written to %s" % store.get("url"))
+        return safe_line("Store: run written to %s; retention NOT applied: %s" % (shown, skipped))
+    return safe_line("Store: run written to %s" % shown)
 
 
 def changes_line(report):
@@ -74,25 +83,12 @@ def terminal_lines(report, limit=MAX_TERMINAL_CHANGES):
     return lines
 
 
-def age_seconds(first_seen, now):
-    moment = parse_time(first_seen)
-    if moment is None or now is None:
-        return None
-    return max(0.0, (now - moment).total_seconds())
-
-
-def report_time(report):
-    run = report.get("run") or {}
-    return parse_time(run.get("finished_at")) or parse_time(run.get("started_at")) or datetime.datetime.now(
-        datetime.timezone.utc)
-
-
 # ----------------------------------------------------------------- prometheus
 
 def prometheus_lines(report, family, sample):
     """Families for gpufleet.prom (family and sample are report_prometheus's builders): the store's state,
-    the counts of new, cleared and persisting findings (complete runs only, like the other fleet-wide
-    series) and the age of every open finding."""
+    and the counts of new, cleared and persisting findings (complete runs only, like the other fleet-wide
+    series). When each finding was first seen is prometheus.py's finding family."""
     if not has_changes(report):
         return []
     store = report.get("store") or {}
@@ -107,22 +103,6 @@ def prometheus_lines(report, family, sample):
                         "complete run of the same scope (changes in report.json).",
                         [sample("gpufleet_findings_changed", [("change", kind)], counts[kind])
                          for kind in ("new", "cleared", "persisting")])
-    now = report_time(report)
-    ages, age_of = {}, {}  # age_of: first_seen -> age; a run's findings share a few first_seen values
-    for finding in report["findings"]:
-        first_seen = finding.get("first_seen")
-        if first_seen not in age_of:
-            age_of[first_seen] = age_seconds(first_seen, now)
-        age = age_of[first_seen]
-        if age is None:
-            continue
-        key = (finding["host"], finding["rule"], finding["severity"], finding.get("gpu") or "")
-        ages[key] = max(age, ages.get(key, 0.0))
-    if ages:
-        lines += family("gpufleet_finding_open_seconds", "Seconds since each open finding was first seen "
-                        "(first_seen in report.json), by host, rule and GPU.",
-                        [sample("gpufleet_finding_open_seconds", list(zip(("host", "rule", "severity", "gpu"), key)), age)
-                         for key, age in ages.items()])
     return lines
 
 
@@ -138,13 +118,6 @@ def junit_properties(report):
             ("gpufleet.findings_new", str(counts["new"])),
             ("gpufleet.findings_cleared", str(counts["cleared"])),
             ("gpufleet.findings_persisting", str(counts["persisting"]))]
-
-
-def junit_finding_note(finding):
-    """' (open since <first_seen>, <n> runs)' for a finding's description, empty without a store."""
-    if not finding.get("first_seen"):
-        return ""
-    return " (open since %s, %d runs)" % (finding["first_seen"], finding.get("runs_open") or 1)
 
 
 # ----------------------------------------------------------------- html
@@ -168,7 +141,7 @@ def html_section(report, esc):
         return ""
     changes = report["changes"]
     parts = ['<section id="changes"><h2>Changes since the previous run</h2>']
-    store = store_line(report)
+    store = store_line(report, where=store_kind)
     if store:
         parts.append("<p>%s</p>" % esc(store))
     parts.append("<p>%s</p>" % esc(changes_line(report)))

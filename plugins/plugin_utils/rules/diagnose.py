@@ -13,6 +13,7 @@ __metaclass__ = type
 import datetime
 import json
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import active_checks as rules_active_checks
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import bmc as rules_bmc
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import collection as rules_collection
 from ansible_collections.gpufleet.core.plugins.plugin_utils.rules import driver as rules_driver
@@ -38,7 +39,7 @@ ABSENT_STACK_RULES = ("driver.kernel_userspace_mismatch", "driver.nvidia_absent"
 
 # Importing a rules module registers its rules.
 RULE_MODULES = (rules_collection, rules_driver, rules_hardware, rules_scheduling, rules_workload,
-                rules_workload_health, rules_bmc, rules_k8s, rules_fabric, rules_xid_repeat)
+                rules_workload_health, rules_bmc, rules_k8s, rules_fabric, rules_xid_repeat, rules_active_checks)
 
 
 def _checks(scope):
@@ -261,6 +262,8 @@ def fleet_findings(hosts, policies, groups=None, default=None):
             # a host in several groups is told once per service and framework
             seen = set((f["rule"], f["evidence"].get("service"), f["evidence"].get("framework")) for f in kept)
             kept.extend(f for f in extra if (f["rule"], f["evidence"]["service"], f["evidence"]["framework"]) not in seen)
+    for host, extra in rules_active_checks.below_peers(hosts, policies, default).items():
+        result.setdefault(host, []).extend(extra)
     return result
 
 

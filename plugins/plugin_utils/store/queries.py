@@ -103,6 +103,15 @@ def run_facts(connection, run_pk, hosts=None, view=None):
     return {row.host: view(facts_from_blob(row.data)) for row in connection.execute(query)}
 
 
+def host_facts_history(connection, host, limit, view=None):
+    """[(run id, facts)] of a host's newest `limit` stored facts, newest first (retention may have removed some);
+    view: as in run_facts."""
+    query = (select(RUNS.c.run_id, FACTS.c.data).join(RUNS, RUNS.c.id == FACTS.c.run_pk)
+             .where(FACTS.c.host == host).order_by(FACTS.c.run_pk.desc()).limit(limit))
+    view = view or (lambda facts: facts)
+    return [(row.run_id, view(facts_from_blob(row.data))) for row in connection.execute(query)]
+
+
 def finding_history(connection, identity):
     """Every run that had this finding, oldest first: [(run_id, started_at, severity, runs_open)]."""
     query = (select(RUNS.c.run_id, RUNS.c.started_at, FINDINGS.c.severity, FINDINGS.c.runs_open,

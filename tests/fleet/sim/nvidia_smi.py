@@ -1641,10 +1641,42 @@ def report_lost_gpus(state, out):
         out.fail(RC_GPU_LOST)
 
 
+TOPOLOGY_LEGEND = """
+Legend:
+
+  X    = Self
+  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)
+  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node
+  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)
+  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)
+  PIX  = Connection traversing at most a single PCIe bridge
+  NV#  = Connection traversing a bonded set of # NVLinks
+"""
+
+
+def topology_text(state):
+    """`nvidia-smi topo -m` of the simulated GPUs, TAB-separated as nvidia-smi prints it: every pair through the
+    host bridge (the simulator has no NVLink and no NICs), all on NUMA node 0."""
+    names = ["GPU%d" % index for index in range(len(state["gpus"]))]
+    cpus = "0-%d" % max(0, (os.cpu_count() or 1) - 1)
+    lines = ["\t" + "\t".join(names + ["CPU Affinity", "NUMA Affinity", "GPU NUMA ID"])]
+    for row, name in enumerate(names):
+        cells = [" X " if column == row else "PHB" for column in range(len(names))]
+        lines.append("\t".join([name] + cells + [cpus, "0", "", "N/A"]))
+    return "\n".join(lines) + "\n" + TOPOLOGY_LEGEND
+
+
 def run_nvidia_smi(argv):
     """(stdout text, stderr text, exit status) of one nvidia-smi command."""
     out = Output()
     try:
+        if argv[:1] == ["topo"]:
+            if argv[1:] != ["-m"]:
+                raise SmiError(INVALID_COMBINATION, RC_INVALID_ARGUMENT)
+            with StateLock(exclusive=False):
+                state = load_state()
+                check_driver(state)
+            return topology_text(state), "", 0
         options = {} if argv[:1] == ["mig"] else parse_options(argv, TOP_FLAGS, TOP_VALUES)
         sim = simulator_command(options)
         if sim is not None:

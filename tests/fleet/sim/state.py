@@ -126,6 +126,13 @@ INSTALL_FILES = (
     ("bin/gpu-load", "usr/local/bin/gpu-load", 0o755),
     ("bin/nvidia-smi", "usr/bin/nvidia-smi", 0o755),
     ("bin/gpu-worker", "usr/local/bin/gpu-worker", 0o755),
+    # the active-diagnostic tools (diag_tools.py) and the model catalog their figures come from
+    ("diag_tools.py", "usr/lib/gpufleet-sim/diag_tools.py", 0o644),
+    ("../../../simulator/gpu_models.json", "usr/lib/gpufleet-sim/gpu_models.json", 0o644),
+    ("bin/dcgmi", "usr/bin/dcgmi", 0o755),
+    ("bin/nvbandwidth", "usr/local/bin/nvbandwidth", 0o755),
+    ("bin/all_reduce_perf", "usr/local/bin/all_reduce_perf", 0o755),
+    ("bin/gpu_burn", "usr/local/bin/gpu_burn", 0o755),
     ("units/gpufleet-sim-boot.service", "etc/systemd/system/gpufleet-sim-boot.service", 0o644),
     ("units/nvidia-persistenced.service", "etc/systemd/system/nvidia-persistenced.service", 0o644),
     ("units/inference.service", "etc/systemd/system/inference.service", 0o644),

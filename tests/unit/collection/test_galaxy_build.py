@@ -4,10 +4,12 @@ tree, installs offline, and its modules are documented from the installed copy."
 import collections
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
+import urllib.parse
 
 import pytest
 import yaml
@@ -16,7 +18,8 @@ from tests.support.schema_check import ROOT
 # Paths (or their first folders) that must never be shipped.
 LEFT_OUT = [".venv", ".ansible", ".ci", ".git", ".gitignore", ".ansible-lint", ".pytest_cache", ".hypothesis",
             "build", "reports", "bench", "tools", "simulator", "tests/fleet", "tests/output", "collections", "Makefile",
-            "ansible.cfg", "pyproject.toml", "galaxy.yml", "audit.yml", "remediate.yml", "driver_rollout.yml"]
+            "ansible.cfg", "pyproject.toml", "galaxy.yml", "audit.yml", "remediate.yml", "driver_rollout.yml", "incident.yml",
+            "loadstep.yml"]
 SHIPPED = ["README.md", "LICENSE", "meta/runtime.yml", "plugins/modules/gpu_facts.py",
            "plugins/action/audit_report.py", "plugins/module_utils/collector.py", "plugins/plugin_utils/policy/__init__.py",
            "playbooks/audit.yml", "roles/driver/meta/argument_specs.yml", "docs/schema/gpu_facts.schema.json",
@@ -115,13 +118,55 @@ def test_tarball_holds_the_collection(built):
     assert {"MANIFEST.json", "FILES.json"} <= set(names)
 
 
-def test_manifest_has_no_placeholder_address(built):
-    tarball = built.tarball
-    with tarfile.open(tarball) as archive:
+def root_playbooks():
+    """The playbooks beside ansible.cfg (a checkout's entry points): root YAML files that hold a list of plays."""
+    found = []
+    for name in sorted(os.listdir(ROOT)):
+        if name.endswith(".yml") and os.path.isfile(os.path.join(ROOT, name)):
+            with open(os.path.join(ROOT, name)) as handle:
+                content = yaml.safe_load(handle)
+            if isinstance(content, list) and all(isinstance(play, dict) for play in content):
+                found.append(name)
+    return found
+
+
+def test_no_root_playbook_is_shipped_each_has_its_collection_playbook(built):
+    """None of the checkout's root playbooks is in the tarball (all or none: none, they import playbooks/)."""
+    playbooks = root_playbooks()
+    assert {"audit.yml", "driver_rollout.yml", "incident.yml", "loadstep.yml", "remediate.yml"} <= set(playbooks)
+    assert [name for name in playbooks if name in built.names] == []
+    assert [name for name in playbooks if "playbooks/" + name not in built.names] == []
+
+
+# Galaxy's importer (galaxy-importer, schema of galaxy.yml): authors, tags and URLs as it checks them
+AUTHOR = re.compile(r"^[^<>]{1,64}? <[^<>@\s]+@[^<>@\s]+>$")
+TAG = re.compile(r"^[a-z0-9_]{1,64}$")
+NAME = re.compile(r"^(?!.*__)[a-z]([a-z0-9_]*[a-z0-9])?$")
+URL_KEYS = ("repository", "documentation", "homepage", "issues")
+
+
+def test_galaxy_yml_follows_the_importers_rules():
+    with open(os.path.join(ROOT, "galaxy.yml")) as handle:
+        info = yaml.safe_load(handle)
+    assert NAME.match(info["namespace"]) and NAME.match(info["name"])
+    assert info["authors"] and all(AUTHOR.match(author) and len(author) <= 64 for author in info["authors"])
+    assert len(info["tags"]) <= 20 and all(TAG.match(tag) for tag in info["tags"])
+    assert len(info["description"]) <= 255
+    for key in URL_KEYS:
+        address = urllib.parse.urlsplit(info[key])
+        assert (address.scheme, bool(address.netloc)) == ("https", True), (key, info[key])
+        assert len(info[key]) <= 2000 and address.hostname.endswith(".invalid")  # a placeholder, never a real site
+
+
+def test_manifest_carries_the_addresses(built):
+    with tarfile.open(built.tarball) as archive:
         info = json.load(archive.extractfile("MANIFEST.json"))["collection_info"]
     assert (info["namespace"], info["name"], info["version"]) == ("gpufleet", "core", galaxy_version())
-    addresses = [info.get(key) for key in ("repository", "documentation", "homepage", "issues") if info.get(key)]
-    assert not [address for address in addresses if "example" in address or "invalid" in address]
+    with open(os.path.join(ROOT, "galaxy.yml")) as handle:
+        galaxy = yaml.safe_load(handle)
+    assert {key: info[key] for key in URL_KEYS} == {key: galaxy[key] for key in URL_KEYS}
+    assert info["repository"] == "https://example.invalid/gpufleet/core"
+    assert info["authors"] == ["gpufleet contributors <gpufleet@example.invalid>"]
 
 
 def test_tarball_installs_offline_and_documents_gpu_facts(built, tmp_path):

@@ -49,3 +49,19 @@ def test_the_ansible_core_under_test_is_supported():
     running = Version(ansible.release.__version__)
     assert requires_ansible().contains(running, prereleases=True), running
     assert pyproject_ansible_core().contains(running, prereleases=True), running
+
+
+def lowest_supported_minor():
+    """The lowest major.minor of requires_ansible: the first candidate release it admits."""
+    lowest = min(version for version in CANDIDATES if version in requires_ansible())
+    return "%d.%d" % (lowest.major, lowest.minor)
+
+
+def test_every_roles_min_ansible_version_is_the_collections_lowest_ansible_core():
+    roles = os.path.join(ROOT, "roles")
+    found = {}
+    for role in sorted(os.listdir(roles)):
+        with open(os.path.join(roles, role, "meta", "main.yml")) as handle:
+            found[role] = str(yaml.safe_load(handle)["galaxy_info"]["min_ansible_version"])
+    assert lowest_supported_minor() == "2.20"
+    assert found == {role: lowest_supported_minor() for role in found} and len(found) == 6

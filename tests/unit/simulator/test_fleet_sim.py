@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from ansible_collections.gpufleet.core.plugins.module_utils.fabric_parsers import parse_topology
 from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import new_facts
 from ansible_collections.gpufleet.core.plugins.module_utils.kernel_log import parse_kernel_log
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_mig import parse_lci, parse_lgi
@@ -654,6 +655,13 @@ def test_a_worker_on_a_mig_device_holds_its_instance(tmp_path):
         worker.wait(timeout=10)
 
 
+def test_topology_matrix_reads_as_nvidia_smi_topo_m(tmp_path):
+    root = make_root(tmp_path, A100, 2)
+    topology, problems = parse_topology(ok(root, "topo", "-m"))
+    assert problems == [] and topology["devices"] == ["GPU0", "GPU1"]
+    assert topology["matrix"] == {"GPU0": {"GPU0": "X", "GPU1": "PHB"}, "GPU1": {"GPU0": "PHB", "GPU1": "X"}}
+    assert topology["numa_affinity"] == {"GPU0": "0", "GPU1": "0"}
+    assert smi(root, "topo", "-p2p", "rw")[0] == 2
 # ---------------------------------------------------------------- repairs (issue 29)
 
 def lose_gpu(root, position, **repair):

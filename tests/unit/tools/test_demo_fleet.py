@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.core.plugins.module_utils.collector import Collection
+from tests.support.demo_fabric_checks import FABRIC_FACT_CHECKS
 from tests.support.demo_workload_checks import WORKLOAD_FACT_CHECKS
 from tests.support.schema_check import ROOT, assert_valid_facts
 
@@ -84,9 +85,11 @@ def test_fixture_is_a_stable_recording_of_the_real_collectors(name):
     document = fixture(name)
     assert document["format"] == "gpufleet-fixture" and document["format_version"] == 1
     assert document["recorded_at"] == RECORDED_AT
-    workload = ["workload", "host_pressure"] if "gather_subset" in SCENARIOS[name] else []
+    chosen = SCENARIOS[name].get("gather_subset") or make_demo_fleet.DEMO_SUBSETS
+    workload = [] if "!workload" in chosen else ["workload", "host_pressure"]
+    fabric = [] if "!fabric" in chosen else ["fabric"]
     assert document["gather_subset"] == (["driver", "gpus", "processes", "mig", "nvlink", "host", "kernel_log"]
-                                         + workload + ["bmc", "kubernetes"])
+                                         + workload + ["bmc", "kubernetes"] + fabric)
     assert document["host"]["now"] == make_demo_fleet.demo_scenarios.NOW
     journal = [key for key in document["host"]["commands"] if key.startswith("journalctl ")]
     assert [key for key in journal if " -o short-iso " in key] == [
@@ -393,6 +396,7 @@ SCENARIO_CHECKS = {
 
 
 SCENARIO_CHECKS.update(WORKLOAD_FACT_CHECKS)
+SCENARIO_CHECKS.update(FABRIC_FACT_CHECKS)
 
 
 def test_every_demo_host_has_a_scenario_check():

@@ -28,6 +28,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.fleet_view imp
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_step import policy_digest
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import validate_policy
 from tests.support.bmc_samples import SDR_ELIST, SEL_ELIST
+from tests.support.validation_builders import fail_memory, healthy_validation
 from tests.unit.plugins.action.test_audit_verdict import mode_of, umask  # noqa: F401 pylint: disable=unused-import
 from tests.unit.plugins.plugin_utils.audit.test_facts_validation import replaced
 
@@ -434,3 +435,18 @@ def test_a_facts_schema_that_cannot_be_read_takes_no_facts_unchecked(monkeypatch
     result, _calls = run_action({"run_dir": str(tmp_path)})
     assert result["failed"] is True and "the facts schema could not be read" in result["msg"]
     assert "missing.json" in result["msg"] and "ansible_facts" not in result
+
+
+# ---------------------------------------------------------------- the host's active checks (validate.yml)
+
+
+def test_the_validation_option_joins_the_facts_and_is_judged_in_the_worker_never_sent_to_the_host(tmp_path):
+    # GPU 0, the facts' only GPU, failed DCGM's memory test
+    validation = fail_memory(healthy_validation(gpus=1), 0)
+    policy = validate_policy({})
+    result, calls = run_action({"run_dir": str(tmp_path), "policy": policy, "validation": validation})
+    assert calls == [{}]
+    assert result["ansible_facts"]["gpufleet"]["validation"] == validation
+    findings = json.loads(result["gpufleet_diagnosis"])["findings"]
+    assert [(f["rule"], f["gpu"]) for f in findings if "validation" in f["rule"]] == [
+        ("hardware.validation_dcgm_failed", FACTS["gpus"][0]["pci_bus_id"])]

@@ -17,8 +17,8 @@ MODULES = sorted(os.path.basename(path)[:-3] for path in glob.glob(os.path.join(
 DIFF_MODULES = ("gpu_mode", "mig_layout")
 FACTS_MODULES = ("gpu_facts", "run_folder")
 # the modules that run on the managed host (or, bmc_facts, wherever it is delegated)
-PLATFORMS = {"bmc_facts": "posix", "gpu_evidence": "linux", "gpu_facts": "linux", "gpu_mode": "linux", "gpu_reset": "linux",
-             "loadstep": "linux", "mig_layout": "linux"}
+PLATFORMS = {"bmc_facts": "posix", "gpu_evidence": "linux", "gpu_facts": "linux", "gpu_mode": "linux",
+             "gpu_reset": "linux", "gpu_validate": "linux", "loadstep": "linux", "mig_layout": "linux"}
 
 
 def module_source(name):

@@ -18,9 +18,10 @@ from tests.support.hanging_host import HangingOn
     (["driver"], ["driver"]),
     (["mig"], ["driver", "gpus", "mig"]),
     (["all", "!kernel_log"], ["driver", "gpus", "processes", "mig", "nvlink", "host", "driver_clients",
-                              "workload", "host_pressure", "bmc", "kubernetes"]),
+                              "workload", "host_pressure", "bmc", "kubernetes", "fabric"]),
     (["!host"], ["driver", "gpus", "processes", "mig", "nvlink", "kernel_log", "driver_clients",
-                 "workload", "host_pressure", "bmc", "kubernetes"]),
+                 "workload", "host_pressure", "bmc", "kubernetes", "fabric"]),
+    (["fabric"], ["fabric"]),
     (["host"], ["host"]),
 ])
 def test_gather_subset_resolves_like_setup(requested, expected):

@@ -24,6 +24,7 @@ def lines(variables):
     ("gpufleet_fail_severity", "bogus", "must be one of critical, warning, info, none, got 'bogus'"),
     ("gpufleet_audit_fail_severity", "high", "must be one of critical, warning, info, none, got 'high'"),
     ("gpufleet_store", "maybe", "must be true or false, got 'maybe'"),
+    ("gpufleet_report_compress", "often", "must be true or false, got 'often'"),
     ("gpufleet_keep_facts", "sometimes", "must be true or false, got 'sometimes'"),
     ("gpufleet_facts_source", "dcgm", "must be one of auto, nvml, nvidia_smi, replay, got 'dcgm'"),
     ("gpufleet_kernel_log_source", "syslog", "must be one of auto, journalctl, dmesg, files, got 'syslog'"),
@@ -43,7 +44,7 @@ def lines(variables):
     ("gpufleet_services", 5, "must be a list of non-empty strings, got 5"),
     ("gpufleet_kernel_log_files", {"a": 1}, "must be a list of non-empty strings, got a mapping"),
     ("gpufleet_gather_subset", ["all", "!bmcs"], "must be a list of all, min, driver, gpus, processes, mig, nvlink, "
-     "host, kernel_log, driver_clients, workload, host_pressure, bmc, kubernetes (prefix ! to leave one out), "
+     "host, kernel_log, driver_clients, workload, host_pressure, bmc, kubernetes, fabric (prefix ! to leave one out), "
      "got a list"),
     ("gpufleet_audit_hosts", "", "must be a non-empty string, got ''"),
     ("gpufleet_report_dir", ["reports"], "must be a folder name (a string) or null, got a list"),

@@ -43,7 +43,7 @@ def replaced(facts, path, value):
 
 def test_every_demo_hosts_facts_pass():
     facts = demo_audit()[0]
-    assert len(facts) == 18
+    assert len(facts) == 19
     assert {host: facts_problems(host_facts) for host, host_facts in facts.items()} == {host: [] for host in facts}
 
 

@@ -106,3 +106,26 @@ def test_the_aggregate_records_without_the_history_rules(store_url, monkeypatch)
     report = build_and_record(StoreSettings(store_url, "test"), inputs("r3", T2), facts(T2, driver="550.127.05"),
                               {"node-1": POLICY}, history=False)
     assert report["findings"] == [] and "baselines" not in report and report["store"]["status"] == "written"
+
+
+def validated_facts(started, h2d):
+    """node-1 after a validation whose GPU 1 (bus id BUS[1]) copied h2d GB/s host to device."""
+    result = facts(started)
+    result["node-1"]["validation"] = {"checks": {"nvbandwidth": {"status": "passed", "testcases": [
+        {"name": "host_to_device_memcpy_ce", "per_gpu": {"0": 53.0, "1": h2d}}]}}}
+    for index, gpu in enumerate(result["node-1"]["gpus"]):
+        gpu["index"] = index
+    return result
+
+
+def test_a_bandwidth_that_sinks_validation_after_validation_is_found_from_the_stored_facts(store_url):  # noqa: F811
+    settings = StoreSettings(store_url, "test")
+    days = [(NOW - datetime.timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ") for days in (3, 2, 1)]
+    for number, (started, h2d) in enumerate(zip(days[:2], (53.0, 49.0)), 1):
+        report = build_and_record(settings, inputs("r%d" % number, started), validated_facts(started, h2d),
+                                  {"node-1": POLICY})
+        assert not [f for f in report["findings"] if f["rule"] == "hardware.validation_bandwidth_sinking"]
+    report = build_and_record(settings, inputs("r3", days[2]), validated_facts(days[2], 44.0), {"node-1": POLICY})
+    [sinking] = [f for f in report["findings"] if f["rule"] == "hardware.validation_bandwidth_sinking"]
+    assert sinking["evidence"]["series_gbs"] == [53.0, 49.0, 44.0] and sinking["evidence"]["runs"] == ["r1", "r2"]
+    assert "hardware.validation_bandwidth_sinking" in report["run"]["rules_run"]

@@ -105,7 +105,7 @@ def test_facts_a_rule_fails_on_fail_their_host_only(tmp_path, monkeypatch):
     assert report["hosts"]["gpu-02"]["message"] == (
         "the host's facts could not be diagnosed (KeyError: 'index'); report this with its facts")
     assert report["hosts"]["gpu-01"]["status"] == "ok" and report["run"]["status"] == "complete"
-    assert sorted(os.listdir(run_dir)) == ["facts", "gpufleet.prom", "hosts.txt", "junit.xml", "report.html",
-                                           "report.json"]
+    assert sorted(os.listdir(run_dir)) == ["facts", "findings.ndjson", "gpufleet.prom", "hosts.txt", "junit.xml",
+                                           "report.html", "report.json"]
     with open(os.path.join(run_dir, "hosts.txt"), encoding="utf-8") as stream:
         assert "gpu-02: FAILED - the host's facts could not be diagnosed" in stream.read()

@@ -10,7 +10,7 @@ import pytest
 from ansible_collections.gpufleet.core.plugins.plugin_utils.cli import audit_command
 from ansible_collections.gpufleet.core.plugins.plugin_utils.cli.audit_command import (
     Interruption, summary_text, verdict_line)
-from ansible_collections.gpufleet.core.plugins.plugin_utils.cli.main import main
+from ansible_collections.gpufleet.core.plugins.plugin_utils.cli.main import build_parser, main
 from ansible_collections.gpufleet.core.plugins.plugin_utils.cli.progress import AuditProgress, ProgressDisplay
 
 
@@ -85,3 +85,11 @@ def test_an_exit_4_without_a_host_reason_shows_ansible_playbooks_own():
     assert "  ansible-playbook: error: argument -e: expected one argument" in summary.splitlines()
     assert summary_text(progress, "PLAY RECAP\n", 4).splitlines()[-1] == (
         "  ansible-playbook gave no reason: see the runner's stdout")
+
+
+def test_compress_asks_the_audit_for_report_json_gz():
+    args = build_parser().parse_args(["audit", "--compress", "-e", "x=1"])
+    assert audit_command.playbook_arguments(args, "/r", "/w") == [
+        "-e", "x=1", "-e", '{"gpufleet_report_dir": "/r", "gpufleet_report_compress": true}']
+    plain = build_parser().parse_args(["audit"])
+    assert audit_command.playbook_arguments(plain, "/r", "/w") == ["-e", '{"gpufleet_report_dir": "/r"}']

@@ -90,8 +90,13 @@ def test_report_rebuilds_a_run_from_the_store(two_runs, tmp_path, capsys):
     assert rebuilt["changes"]["counts"] == {"new": 1, "persisting": 1, "cleared": 1}
     assert sorted(f["rule"] for f in rebuilt["findings"]) == ["driver.persistence_mode_off", "hardware.xid"]
     assert [f["first_seen"] for f in rebuilt["findings"] if f["rule"] == "hardware.xid"] == [T1]
-    assert sorted(os.listdir(output)) == ["facts", "gpufleet.prom", "junit.xml", "report.html", "report.json"]
+    assert sorted(os.listdir(output)) == ["facts", "findings.ndjson", "gpufleet.prom", "junit.xml", "report.html", "report.json"]
     assert json.loads((output / "facts" / "node-1.json").read_text())["collected_at"] == T2
+    # the stored facts give gpufleet.prom dcgm-exporter's labels of the GPU
+    xid_series = [line for line in (output / "gpufleet.prom").read_text().splitlines()
+                  if line.startswith('gpufleet_finding{host="node-1",rule="hardware.xid"')]
+    assert len(xid_series) == 1
+    assert 'gpu="0",UUID="GPU-node-1-S0",pci_bus_id="00000000:1B:00.0"' in xid_series[0]
 
 
 def test_unknown_run_and_missing_store_are_messages(two_runs, tmp_path, capsys):

@@ -43,7 +43,7 @@ def test_report_json_has_the_service_state_of_the_hosts_the_store_knows(store_ur
     with open(os.path.join(ROOT, "docs", "schema", "report.schema.json"), encoding="utf-8") as stream:
         jsonschema.validate(document, json.load(stream))
     hosts = expanded(document)["hosts"]
-    assert document["report_version"] == "1.5"
+    assert document["report_version"] == "2.0"
     node = hosts["node-1"]["service"]
     assert (node["state"], node["since"], node["rule"], node["run_id"], node["failed_repairs"]) == (
         "quarantined", "2026-12-06T23:00:00Z", "hardware.xid", "q1", 2)

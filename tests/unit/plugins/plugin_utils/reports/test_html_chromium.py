@@ -52,7 +52,9 @@ def test_the_table_renders_every_row(doms):
     assert len(dom.rows) == 11
     assert dom.column(0) == ["critical"] * 3 + ["unreachable", "failed"] + ["warning"] * 4 + ["info", "none"]
     assert dom.column(2)[3:5] == ["dgx-h100-08", "dgx-h100-09"]
-    assert "Showing 11 of 11 matching rows (11 in all)" in dom.texts
+    assert "Showing 11 of 11 matching rows (8 findings and 3 hosts without findings in all)" in dom.texts
+    heading = [text for text in dom.texts if text.startswith("(") and "findings on" in text]
+    assert heading == ["(8 findings on 9 hosts)"]
 
 
 def test_host_strings_stay_text(doms):

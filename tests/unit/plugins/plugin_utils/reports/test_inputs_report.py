@@ -30,7 +30,7 @@ def test_report_json_holds_each_hosts_inputs_and_matches_the_schema():
     document = json.loads(render_json(report()))
     with open(os.path.join(ROOT, "docs", "schema", "report.schema.json")) as stream:
         jsonschema.validate(document, json.load(stream))
-    assert document["report_version"] == "1.5"  # 1.4 added the inputs; 1.5 the service state
+    assert document["report_version"] == "2.0"
     assert document["hosts"]["captured"]["inputs"] == CAPTURED
 
 

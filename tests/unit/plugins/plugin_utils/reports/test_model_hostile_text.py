@@ -16,6 +16,7 @@ from ansible_collections.gpufleet.core.plugins.action.policy_check import failur
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.run import run_audit
 from ansible_collections.gpufleet.core.plugins.plugin_utils.audit.host_summary import summary_line
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy import FleetPolicies, validate_policy
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.format import expanded
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.html import render_html
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.junit import render_junit
 from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.model import build_report
@@ -166,7 +167,7 @@ def test_report_json_reads_back_exactly_and_holds_no_raw_control():
     text = render_json(report)
     for raw in RAW:
         assert raw not in text
-    assert json.loads(text)["hosts"] == json.loads(json.dumps(report["hosts"]))
+    assert expanded(json.loads(text))["hosts"] == json.loads(json.dumps(report["hosts"]))
 
 
 def test_policy_check_message_escapes_host_names_and_values():

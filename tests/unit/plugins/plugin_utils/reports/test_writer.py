@@ -4,6 +4,7 @@ The samples below are shaped like the rules' findings and are shared with test_r
 """
 
 import html
+import gzip
 import json
 import os
 import time
@@ -179,33 +180,59 @@ def parse_junit(report, rules_run=None):
     return root, cases
 
 
-def test_junit_one_testcase_per_host_and_family_with_findings_plus_collection(demo_report):
+def test_junit_every_host_has_a_testcase_in_every_family_plus_collection(demo_report):
     root, cases = parse_junit(demo_report)
-    with_findings = {(finding["rule"].split(".")[0], finding["host"]) for finding in demo_report["findings"]}
-    assert set(cases) == with_findings | {("collection.gpu_facts", host) for host in demo_report["hosts"]}
-    assert root.get("tests") == str(len(cases))
-    assert [suite.get("name") for suite in root] == [
-        "gpufleet.collection", "gpufleet.hardware", "gpufleet.driver", "gpufleet.scheduling", "gpufleet.workload"]
-    assert ("hardware", "dgx-h100-08") not in cases and ("hardware", "healthy-07") not in cases
+    families = ["hardware", "driver", "scheduling", "workload"]
+    assert set(cases) == {(family, host) for family in families + ["collection.gpu_facts"]
+                          for host in demo_report["hosts"]}
+    assert root.get("tests") == str(len(cases)) == str(5 * 8)
+    assert [suite.get("name") for suite in root] == ["gpufleet.collection"] + ["gpufleet." + f for f in families]
+    assert list(cases[("hardware", "healthy-07")]) == []  # a clean host passes
     hardware = [suite for suite in root if suite.get("name") == "gpufleet.hardware"][0]
     rules_run = hardware.find("properties/property[@name='gpufleet.rules_run']").get("value").split()
     assert rules_run == sorted(rule for rule in RULES_RUN if rule.startswith("hardware."))
 
 
-def test_junit_failures_by_severity(demo_report):
+def test_junit_a_host_not_collected_has_skipped_testcases(demo_report):
+    root, cases = parse_junit(demo_report)
+    skipped = cases[("hardware", "dgx-h100-08")].find("skipped")
+    assert skipped.get("message") == "not audited: the host's facts were not collected (unreachable)"
+    assert cases[("workload", "dgx-h100-09")].find("skipped") is not None
+    hardware_suite = [suite for suite in root if suite.get("name") == "gpufleet.hardware"][0]
+    assert hardware_suite.get("skipped") == "2"
+
+
+def test_junit_failures_follow_the_fail_severity_warnings_pass_by_default(demo_report):
     root, cases = parse_junit(demo_report)
     hardware = cases[("hardware", "dgx-h100-01")].find("failure")
     assert hardware.get("type") == "critical"
     assert hardware.get("message") == "hardware.xid"
     assert "[critical] hardware.xid, GPU 00000000:1B:00.0: Xid 79: GPU has fallen off the bus" in hardware.text
     assert "[info] hardware.pcie_link_degraded" in hardware.text and "Gen5 x8" in hardware.text
-    assert cases[("scheduling", "dgx-a100-03")].find("failure").get("type") == "warning"
+    warning_only = cases[("scheduling", "dgx-a100-03")]
+    assert warning_only.find("failure") is None
+    assert warning_only.find("system-out").text.startswith("[warning] scheduling.mig_layout_drift")
     failing = {key for key, case in cases.items() if case.find("failure") is not None}
-    assert root.get("failures") == str(len(failing))
+    assert failing == {("hardware", "dgx-h100-01"), ("driver", "dgx-h100-02")}
+    assert root.get("failures") == "2" and root.get("errors") == "2"
     hardware_suite = [suite for suite in root if suite.get("name") == "gpufleet.hardware"][0]
-    hardware_cases = [key for key in cases if key[0] == "hardware"]
-    assert hardware_suite.get("tests") == str(len(hardware_cases))
-    assert hardware_suite.get("failures") == str(len([key for key in hardware_cases if key in failing]))
+    assert (hardware_suite.get("tests"), hardware_suite.get("failures")) == ("8", "1")
+
+
+@pytest.mark.parametrize("fail_severity, failing", [
+    ("warning", {("hardware", "dgx-h100-01"), ("driver", "dgx-h100-02"), ("scheduling", "dgx-a100-03"),
+                 ("workload", "infer-04"), ("driver", "dgx-h100-06")}),
+    ("none", set()),
+])
+def test_junit_fail_severity_warning_makes_warnings_failures_and_none_fails_nothing(fail_severity, failing):
+    run, hosts, findings, causes = demo_like_inputs()
+    report = build_report(dict(run, fail_severity=fail_severity), hosts, findings, causes)
+    root, cases = parse_junit(report)
+    assert {key for key, case in cases.items() if case.find("failure") is not None} == failing
+    assert root.get("failures") == str(len(failing))
+    if fail_severity == "warning":
+        assert cases[("scheduling", "dgx-a100-03")].find("failure").get("message") == "scheduling.mig_layout_drift"
+    assert report["summary"]["failed_threshold"] is bool(failing)
 
 
 def test_junit_info_findings_alone_pass_with_their_lines():
@@ -226,11 +253,22 @@ def test_junit_every_finding_of_a_host_and_family_is_in_its_one_testcase():
     assert list(cases) == [("collection.gpu_facts", "a"), ("hardware", "a")]
     failure = cases[("hardware", "a")].find("failure")
     assert failure.get("type") == "critical"
-    assert failure.get("message") == "hardware.ecc_uncorrected, hardware.xid (2)"
+    assert failure.get("message") == "hardware.ecc_uncorrected, hardware.xid"  # the warning does not fail
     assert failure.text.splitlines() == [
         "[critical] hardware.ecc_uncorrected, GPU 00000000:0F:00.0: 2 ECC",
         "[critical] hardware.xid, GPU 00000000:0F:00.0: Xid 79",
         "[warning] hardware.xid, GPU 00000000:07:00.0: Xid 13"]
+
+
+def test_junit_failure_text_holds_nothing_of_the_findings_history():
+    findings = {"a": [dict(finding("hardware.xid", "critical", "a", "00000000:07:00.0", "Xid 79"),
+                           identity="1" * 40, first_seen="2026-02-01T00:00:00Z", runs_open=7)]}
+    report = build_report(RUN, {"a": {"status": "ok", "facts_file": None, "message": None}}, findings, [])
+    again = dict(findings["a"][0], first_seen="2026-02-03T00:00:00Z", runs_open=8)
+    later = build_report(RUN, {"a": {"status": "ok", "facts_file": None, "message": None}}, {"a": [again]}, [])
+    failure = parse_junit(report)[1][("hardware", "a")].find("failure")
+    assert failure.text == "[critical] hardware.xid, GPU 00000000:07:00.0: Xid 79"
+    assert ElementTree.tostring(failure) == ElementTree.tostring(parse_junit(later)[1][("hardware", "a")].find("failure"))
 
 
 def test_junit_unreachable_and_failed_hosts_are_errors(demo_report):
@@ -297,7 +335,9 @@ def test_prometheus_host_metrics(demo_report):
     assert per_host[(("host", "infer-04"), ("layer", "workload"), ("severity", "warning"))] == 2.0
     assert not any(dict(labels)["host"] == "healthy-07" for labels in per_host)
     finding_series = samples(families["gpufleet_finding"])
-    assert finding_series[(("gpu", ""), ("host", "dgx-h100-02"), ("layer", "driver"),
+    # a host-wide finding: no GPU labels, the host's name as Hostname (no facts given)
+    assert finding_series[(("Hostname", "dgx-h100-02"), ("UUID", ""), ("gpu", ""), ("host", "dgx-h100-02"),
+                           ("layer", "driver"), ("modelName", ""), ("pci_bus_id", ""),
                            ("rule", "driver.kernel_userspace_mismatch"), ("severity", "critical"))] == 1.0
     assert len(finding_series) == 7
 
@@ -431,6 +471,20 @@ def test_html_table_data_holds_every_finding_and_host(demo_report):
     assert summaries == {f["summary"] for f in demo_report["findings"]}
 
 
+def test_html_counts_in_the_heading_the_summary_and_the_table_agree(demo_report):
+    page = render_html(demo_report)
+    data = json.loads(embedded_data(page))
+    finding_rows = [row for row in data["rows"] if row[1] >= 0]
+    host_rows = [row for row in data["rows"] if row[1] < 0]
+    assert data["counts"] == {"findings": len(finding_rows), "hosts": len(data["hosts"]),
+                              "hosts_without_findings": len(host_rows)} == {
+        "findings": 7, "hosts": 8, "hosts_without_findings": 3}
+    assert '<span class="count">(7 findings on 8 hosts)</span>' in page
+    assert '<tr><th>all layers</th>' in page and '<td class="num total">7</td></tr></tbody></table>' in page
+    assert "data.counts.findings" in page and "data.counts.hosts_without_findings" in page
+    assert '" in all)"' not in page  # the rows, findings and hosts without findings together, no longer
+
+
 def test_html_escapes_host_strings(hostile_report):
     page = render_html(hostile_report)
     raw = embedded_data(page)
@@ -449,17 +503,31 @@ def test_html_escapes_host_strings(hostile_report):
 # writing
 
 
-def test_write_reports_writes_all_four_and_points_latest(tmp_path, demo_report):
+def test_write_reports_writes_all_five_and_points_latest(tmp_path, demo_report):
     root = tmp_path / "reports"
     run_dir = root / "20260301T120000Z"
     paths = write_reports(demo_report, str(run_dir), str(root))
-    assert [os.path.basename(p) for p in paths] == ["report.json", "report.html", "junit.xml", "gpufleet.prom"]
+    assert [os.path.basename(p) for p in paths] == [
+        "report.json", "report.html", "junit.xml", "gpufleet.prom", "findings.ndjson"]
     assert os.readlink(root / "latest") == "20260301T120000Z"
     with open(root / "latest" / "report.json", encoding="utf-8") as stream:
         assert json.load(stream)["summary"] == json.loads(json.dumps(demo_report["summary"]))
-    assert sorted(os.listdir(run_dir)) == ["gpufleet.prom", "junit.xml", "report.html", "report.json"]
+    assert sorted(os.listdir(run_dir)) == ["findings.ndjson", "gpufleet.prom", "junit.xml", "report.html", "report.json"]
     assert sorted(os.listdir(root)) == ["20260301T120000Z", "latest"]
     assert oct(os.stat(paths[0]).st_mode & 0o777) == "0o644"
+
+
+def test_compress_writes_report_json_gz_beside_report_json(tmp_path, demo_report):
+    root = tmp_path / "reports"
+    paths = write_reports(demo_report, str(root / "a"), str(root), compress=True)
+    assert os.path.basename(paths[-1]) == "report.json.gz"
+    plain = (root / "a" / "report.json").read_bytes()
+    packed = (root / "a" / "report.json.gz").read_bytes()
+    assert gzip.decompress(packed) == plain
+    assert len(packed) < len(plain) / 3, (len(packed), len(plain))
+    assert oct(os.stat(paths[-1]).st_mode & 0o777) == "0o644"
+    write_reports(demo_report, str(root / "b"), str(root), compress=True)
+    assert (root / "b" / "report.json.gz").read_bytes() == packed  # no time in the gzip header
 
 
 def test_latest_moves_only_after_a_complete_run(tmp_path, demo_report, monkeypatch):
@@ -469,7 +537,8 @@ def test_latest_moves_only_after_a_complete_run(tmp_path, demo_report, monkeypat
     def broken(_report):
         raise RuntimeError("renderer failed")
 
-    monkeypatch.setattr(report_writer, "RENDERERS", report_writer.RENDERERS[:2] + (("junit.xml", broken),))
+    monkeypatch.setattr(report_writer, "renderers",
+                        lambda inventory=None: report_writer.RENDERERS[:2] + (("junit.xml", broken),))
     with pytest.raises(RuntimeError):
         write_reports(demo_report, str(root / "run2"), str(root))
     assert os.readlink(root / "latest") == "run1"

@@ -16,6 +16,7 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.findings impor
 from tests.support.corpus import NVSMI_XML_CAPTURES, realdata_path
 from tests.support.rule_builders import KNOWLEDGE, policy
 from tests.support.demo_fleet import DEMO, HOSTS, demo_audit, found, nvidia_smi_facts
+from tests.support.demo_fabric_checks import FABRIC_CHECKS
 from tests.support.demo_workload_checks import WORKLOAD_CHECKS
 
 
@@ -139,6 +140,7 @@ SCENARIO_CHECKS = {
     "gpu-h100-gsp-16": check_gsp("gpu-h100-gsp-16", ["0000:18:00.0", "0000:ba:00.0"]),
 }
 SCENARIO_CHECKS.update(WORKLOAD_CHECKS)
+SCENARIO_CHECKS.update(FABRIC_CHECKS)
 
 
 @pytest.mark.parametrize("host", sorted(SCENARIO_CHECKS))
