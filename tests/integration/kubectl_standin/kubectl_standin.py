@@ -18,7 +18,7 @@ def load(path):
 
 
 def answer(entry, name, **words):
-    text = {key: value for key, value in entry.items()}
+    text = dict(entry)
     for stream in ("stdout", "stderr"):
         line = text.get(stream, "")
         for word, value in dict(words, NAME=name).items():
