@@ -24,7 +24,7 @@ options:
     description: The kind of run; its suffix follows the start time (V(audit) none).
     type: str
     default: audit
-    choices: [audit, incident, loadstep, driver-rollout, driver-rollback, aggregate, validate]
+    choices: [audit, incident, loadstep, driver-rollout, driver-rollback, aggregate, validate, quarantine]
   suffix:
     description: Added after the kind's suffix (C(gpufleet_audit_suffix), e.g. V(-before)); no C(/).
     type: str

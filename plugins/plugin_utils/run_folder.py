@@ -45,6 +45,7 @@ RUN_KINDS = {
     "driver-rollback": "-driver-rollback",
     "aggregate": "-aggregate",
     "validate": "-validate",
+    "quarantine": "-quarantine",
 }
 CHECK_MODE_SUFFIX = "-check"
 # what each kind writes in its run folder (an incident is an audit's folder with its own files added); the
@@ -56,6 +57,7 @@ TIMELINE_FILE = "timeline.json"
 FAULT_LOG_FILE = "fault-log.md"
 LOADSTEP_FILE = "loadstep.json"
 LOADSTEP_HTML = "loadstep.html"
+QUARANTINE_FILE = "quarantine.json"
 RUN_FILES = {
     "audit": AUDIT_FILES,
     "incident": AUDIT_FILES + (TIMELINE_FILE, FAULT_LOG_FILE),
@@ -64,6 +66,7 @@ RUN_FILES = {
     "driver-rollout": ("driver-rollout.json",),
     "driver-rollback": ("driver-rollback.json",),
     "aggregate": AUDIT_FILES,
+    "quarantine": (QUARANTINE_FILE,),
 }
 # a driver rollout's state while it runs, hidden in its run folder (rollout/run.py)
 ROLLOUT_STATE_FILE = ".rollout-state.json"

@@ -13,6 +13,10 @@ UNIT_TYPES = ("service", "socket", "target", "timer", "path", "mount", "slice", 
 RESTART_VALUES = ("no", "on-success", "on-failure", "on-abnormal", "on-watchdog", "on-abort", "always")
 CATALOG_TABLES = ("cuda_min_driver", "xid", "mig_profiles", "gpu_driver_support")
 DRAIN_METHODS = ("none", "slurm", "kubernetes", "command")
+# quarantine.yml (docs/quarantine.md): how a node is taken out, the repairs it may try, in the order it tries them
+CONTAIN_METHODS = ("auto", "slurm", "kubernetes", "services", "none")
+REPAIR_STEPS = ("reset", "reboot", "rma")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 # The GPU-to-NIC paths of `nvidia-smi topo -m`, nearest first (NV# joins GPUs only): docs/fabric.md.
 NIC_DISTANCES = ("PIX", "PXB", "PHB", "NODE", "SYS")
@@ -165,6 +169,29 @@ DEFAULT_POLICY = {
         "gpudirect": {"required": False},
         "topology": {"max_nic_distance": "NODE"},
         "counters": FABRIC_COUNTER_DEFAULTS,
+    },
+    "quarantine": {
+        # each trigger: rule (an fnmatch pattern of rule ids), min_severity, evidence ({key: [values]}); a finding
+        # that matches any trigger takes its node out of service (docs/quarantine.md)
+        "triggers": [
+            {"rule": "hardware.gpu_lost"},
+            {"rule": "hardware.ecc_uncorrected"},
+            {"rule": "hardware.row_remap", "min_severity": "critical"},
+            # the Xid catalog's critical Xids: the GPU, the node or the VM must be reset or rebooted first
+            {"rule": "*.xid", "min_severity": "critical"},
+            {"rule": "hardware.recovery_action",
+             "evidence": {"recovery_action": ["gpu_reset", "node_reboot", "drain_and_reset"]}},
+            {"rule": "hardware.bmc_power_redundancy"},
+        ],
+        "repairs": {"steps": list(REPAIR_STEPS), "max_failed_repairs": 2},
+        # NVSentinel stops cordoning past 50% of a cluster; a fifth of a whole fleet broken at once points at a
+        # shared cause (driver, fabric, a rule), not at hardware
+        "breaker": {"group": {"max_out_pct": 50, "max_out": None}, "fleet": {"max_out_pct": 20, "max_out": None},
+                    "groups": []},
+        "contain": {"method": "auto", "services": [], "delegate_to": None,
+                    "taint": {"key": "gpufleet.io/quarantine", "effect": "NoSchedule"},
+                    "condition_type": "GpufleetQuarantine"},
+        "return": {"require_validation": "auto"},
     },
 }
 

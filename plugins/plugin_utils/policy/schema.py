@@ -14,9 +14,9 @@ from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.checks import
     ENV_NAME, TEMPLATE, any_mapping, batch_list, batch_size, boolean, choice, digits_text, environment, gpu_selection,
     integer, jmespath_expression, list_of, named_list, non_empty_text, number, section, text)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.defaults import (
-    CATALOG_TABLES, CUSTOM_RULE_DEFAULTS, CUSTOM_RULE_REQUIRED, DRAIN_METHODS, FABRIC_COUNTER_DEFAULTS, LINK_LAYERS,
-    NIC_DISTANCES, RESTART_VALUES, SERVICE_DEFAULTS, THROTTLE_REASON_NAMES, UNIT_TYPES, VALIDATION_CHECKS,
-    VALIDATION_VERIFY_AFTER)
+    CATALOG_TABLES, CONTAIN_METHODS, CUSTOM_RULE_DEFAULTS, CUSTOM_RULE_REQUIRED, DRAIN_METHODS, FABRIC_COUNTER_DEFAULTS,
+    LINK_LAYERS, NIC_DISTANCES, REPAIR_STEPS, RESTART_VALUES, SERVICE_DEFAULTS, TAINT_EFFECTS, THROTTLE_REASON_NAMES,
+    UNIT_TYPES, VALIDATION_CHECKS, VALIDATION_VERIFY_AFTER)
 from ansible_collections.gpufleet.core.plugins.plugin_utils.policy.problems import FRAGMENT_PREFIX, POLICY_VAR
 
 SCHEMA_ID = "https://gpufleet.example/schema/policy/1.json"
@@ -31,6 +31,9 @@ _PACKAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+._-]*$")
 _HCA_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 _HCA_PORT = re.compile(r"^[A-Za-z0-9_.-]+(/[0-9]{1,3})?$")
 _LINK_WIDTH = re.compile(r"^[0-9]{1,2}X$")
+_RULE_PATTERN = re.compile(r"^[a-z*?\[][a-z0-9_.*?\[\]!-]*$")
+_TAINT_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_CONDITION_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 
 
 def unit_name(name):
@@ -104,6 +107,36 @@ FABRIC_SCHEMA = section({
     "gpudirect": section({"required": boolean()}),
     "topology": section({"max_nic_distance": choice(NIC_DISTANCES)}),
     "counters": section({name: COUNTER_GROWTH_SCHEMA for name in FABRIC_COUNTER_DEFAULTS}),
+})
+
+BREAKER_LIMIT_SCHEMA = section({"max_out_pct": number(0, 100, nullable=True), "max_out": integer(0, nullable=True)})
+
+QUARANTINE_SCHEMA = section({
+    "triggers": list_of(section({
+        "rule": text(_RULE_PATTERN, "a rule id or an fnmatch pattern of rule ids such as 'hardware.gpu_lost' or '*.xid'"),
+        "min_severity": choice((None,) + SEVERITIES),
+        "evidence": any_mapping(nullable=True),
+    }, required=("rule",))),
+    "repairs": section({
+        "steps": list_of(choice(REPAIR_STEPS)),
+        "max_failed_repairs": integer(1, 100),
+    }),
+    "breaker": section({
+        "group": BREAKER_LIMIT_SCHEMA,
+        "fleet": BREAKER_LIMIT_SCHEMA,
+        "groups": list_of(non_empty_text()),
+    }),
+    "contain": section({
+        "method": choice(CONTAIN_METHODS),
+        "services": list_of(text(_UNIT_NAME, "a systemd unit name such as 'vllm.service'")),
+        "delegate_to": non_empty_text(nullable=True),
+        "taint": section({
+            "key": text(_TAINT_KEY, "a Kubernetes taint key such as 'gpufleet.io/quarantine'"),
+            "effect": choice(TAINT_EFFECTS),
+        }),
+        "condition_type": text(_CONDITION_TYPE, "a node condition type such as 'GpufleetQuarantine'"),
+    }),
+    "return": section({"require_validation": choice(("auto", True, False))}),
 })
 
 POLICY_SCHEMA = section({
@@ -192,6 +225,7 @@ POLICY_SCHEMA = section({
         "sinking_fraction": number(0, 1),
     }),
     "fabric": FABRIC_SCHEMA,
+    "quarantine": QUARANTINE_SCHEMA,
 })
 
 

@@ -26,7 +26,7 @@ def auditing_plays():
 
 def test_every_playbook_that_audits_is_found():
     assert sorted({name for name, _play in auditing_plays()}) == [
-        "audit.yml", "incident.yml", "loadstep.yml", "remediate.yml", "validate.yml"]
+        "audit.yml", "incident.yml", "loadstep.yml", "quarantine.yml", "remediate.yml", "validate.yml"]
 
 
 @pytest.mark.parametrize("name,play", auditing_plays(), ids=lambda value: value if isinstance(value, str) else "")
