@@ -19,7 +19,7 @@ description:
   - V(refused) - the C(validation) result of a node refused before any check ran. Keys C(reason), C(checks) (the
     requested checks), C(now) (UTC time) and C(dcgm_level).
   - V(verdict) - why the host fails the active checks of a verification step (C(validation.verify_after)), an empty
-    list when it passes: every requested check passed and the active-check rules find nothing at warning or above.
+    list when it passes (every requested check passed and the active-check rules find nothing at warning or above).
     Keys C(host), C(validation) (gpu_validate's result, null when it gave none), C(msg) (gpu_validate's message),
     C(facts) (the host's gpu_facts) and C(policy) (its effective policy).
 options:
