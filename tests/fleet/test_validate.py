@@ -129,8 +129,8 @@ def test_remediate_that_verifies_with_the_active_checks_leaves_a_failing_node_no
         record = json.load(handle)
     # both hosts got persistence mode; fleet-02's GPU 1 then failed DCGM's memory test
     assert record["not_converged"] == ["fleet-02"]
-    assert {(f["host"], f["rule"]) for f in record["cleared"]} >= {("fleet-01", "driver.persistence_mode"),
-                                                                    ("fleet-02", "driver.persistence_mode")}
+    cleared = {(f["host"], f["rule"]) for f in record["cleared"]}
+    assert cleared >= {("fleet-01", "driver.persistence_mode"), ("fleet-02", "driver.persistence_mode")}
     assert ("fleet-02", "hardware.validation_dcgm_failed") in {(f["host"], f["rule"]) for f in record["new"]}
     assert "not converged: the active checks after remediation failed" in run.stdout
     fleet.recreate()

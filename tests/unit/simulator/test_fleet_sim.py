@@ -662,6 +662,8 @@ def test_topology_matrix_reads_as_nvidia_smi_topo_m(tmp_path):
     assert topology["matrix"] == {"GPU0": {"GPU0": "X", "GPU1": "PHB"}, "GPU1": {"GPU0": "PHB", "GPU1": "X"}}
     assert topology["numa_affinity"] == {"GPU0": "0", "GPU1": "0"}
     assert smi(root, "topo", "-p2p", "rw")[0] == 2
+
+
 # ---------------------------------------------------------------- repairs (issue 29)
 
 def lose_gpu(root, position, **repair):
