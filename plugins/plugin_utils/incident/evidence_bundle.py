@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """One host's evidence bundle in the run folder: evidence/<host>/ with every file gpu_evidence returned,
-the host's facts, manifest.json (command, exit status, duration, size, sha256 of each file; what is missing
+the host's facts, its active checks when the incident ran them (validation.json), manifest.json (command, exit status, duration, size, sha256 of each file; what is missing
 and why) and evidence-<host>.tar.gz holding all of them."""
 
 from __future__ import absolute_import, division, print_function
@@ -17,11 +17,13 @@ import re
 import tarfile
 import time
 
+from ansible_collections.gpufleet.core.plugins.plugin_utils.rules.active_checks import validation_of
 from ansible_collections.gpufleet.core.plugins.plugin_utils.run_folder import FACTS_MODE, file_mode, write_atomically
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "gpufleet-evidence"
 MANIFEST_VERSION = 1
+VALIDATION_FILE = "validation.json"
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}\Z")
 
 
@@ -78,11 +80,11 @@ def write_bundle(run_dir, host, dir_name, result, facts=None):
     else:
         manifest, payloads = bundle_files(host, result)
     if facts is not None:
-        data = (json.dumps(facts, sort_keys=True, indent=1) + "\n").encode("utf-8")
-        payloads["facts.json"] = data
-        manifest["files"].append({"file": "facts.json", "layer": None, "command": "gpufleet.core.gpu_facts",
-                                  "status": "ok", "why": None, "rc": 0, "duration_s": None, "cut": None,
-                                  "size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+        add_controller_file(manifest, payloads, "facts.json", facts, None, "gpufleet.core.gpu_facts")
+        validation = validation_of(facts)
+        if validation is not None:
+            add_controller_file(manifest, payloads, VALIDATION_FILE, validation, "hardware",
+                                "gpufleet.core.gpu_validate", validation_refusal(validation))
     for name, data in payloads.items():
         write_binary(os.path.join(folder, name), data, FACTS_MODE)
     archive = "evidence-%s.tar.gz" % dir_name
@@ -92,6 +94,23 @@ def write_bundle(run_dir, host, dir_name, result, facts=None):
     payloads[MANIFEST] = manifest_text.encode("utf-8")
     write_binary(os.path.join(folder, archive), pack(dir_name, payloads), FACTS_MODE)
     return manifest
+
+
+def add_controller_file(manifest, payloads, name, value, layer, command, why=None):
+    """A file the controller writes from what it holds (value as JSON), listed in the manifest."""
+    data = (json.dumps(value, sort_keys=True, indent=1) + "\n").encode("utf-8")
+    payloads[name] = data
+    manifest["files"].append({"file": name, "layer": layer, "command": command, "status": "skipped" if why else "ok",
+                              "why": why, "rc": 0, "duration_s": None, "cut": None, "size": len(data),
+                              "sha256": hashlib.sha256(data).hexdigest()})
+
+
+def validation_refusal(validation):
+    """Why the active checks were refused (the file then holds the refusal), or None."""
+    refused = validation.get("refused")
+    if not isinstance(refused, dict):
+        return None
+    return "refused, no check ran: %s" % (refused.get("reason") or "no reason given")
 
 
 def bundle_files(host, result):

@@ -13,10 +13,12 @@ __metaclass__ = type
 import collections
 
 from ansible_collections.gpufleet.core.plugins.module_utils.vocabulary import LAYERS, SEVERITIES
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.html_validation import check_details
 from ansible_collections.gpufleet.core.plugins.plugin_utils.text_safety import safe_line
 
 MAX_EVENTS_PER_LAYER = 25
 MAX_FINDINGS_PER_LAYER = 50
+CHECK_FAILED = ("failed", "error", "timeout")
 KIND_WORDS = {
     "xid": "Xid", "sxid": "NVSwitch error (SXid)", "fallen_off_bus": "GPU fallen off the bus",
     "api_mismatch": "driver API mismatch",
@@ -145,6 +147,22 @@ def finding_lines(report, manifests, layer, first_seen):
     return lines
 
 
+def validation_lines(report, manifests):
+    """The incident's active checks that failed or were refused, one line each with their figures (report.json
+    hosts.<host>.validation); none when no check failed."""
+    lines = []
+    for host, (dir_name, _manifest) in sorted(manifests.items()):
+        validation = (report["hosts"].get(host) or {}).get("validation") or {}
+        where = code("evidence/%s/validation.json" % dir_name)
+        if validation.get("refused"):
+            lines.append("- %s: refused, no check ran: %s (%s)" % (md(host), md(validation["refused"].get("reason")), where))
+        for name, check in sorted((validation.get("checks") or {}).items()):
+            if check.get("status") in CHECK_FAILED:
+                lines.append("- %s: %s %s: %s (%s)" % (md(host), code(name), check["status"],
+                                                       md("; ".join(check_details(name, check))), where))
+    return ["", "Active checks that failed:", ""] + lines if lines else []
+
+
 def layer_event_lines(timeline, layer):
     events = [item for item in timeline["events"] if item.get("layer") == layer]
     if not events:
@@ -165,6 +183,8 @@ def layer_lines(timeline, report, manifests):
     for layer in LAYERS:
         lines += ["", "### %s" % layer, ""]
         lines += checked_lines(manifests, layer, report)
+        if layer == "hardware":
+            lines += validation_lines(report, manifests)
         lines += finding_lines(report, manifests, layer, first_seen)
         lines += layer_event_lines(timeline, layer)
     return lines
