@@ -216,6 +216,7 @@ SETTINGS = collections.OrderedDict([
     ("gpufleet_incident_timeout", setting(whole_number(1))),
     ("gpufleet_incident_dcgm_diag", setting(flag)),
     ("gpufleet_incident_bug_report", setting(flag)),
+    ("gpufleet_incident_validate", setting(flag)),
 ])
 
 
