@@ -1,7 +1,7 @@
 """incident.yml on demo hosts, as a user runs it in a fresh clone: `ansible-playbook incident.yml -l HOST`
 writes evidence/<host>/ with its manifest and archive, timeline.json, fault-log.md and the HTML timeline,
 under reports/latest-partial/ (a --limit run is partial, as in audit.yml), from the recorded fixtures alone
-(no root, no GPU)."""
+(no root, no GPU); with gpufleet_incident_validate the active checks too, replayed from recorded results."""
 
 import json
 import os
@@ -11,6 +11,8 @@ import sys
 import tarfile
 
 import pytest
+
+from ansible_collections.gpufleet.core.plugins.plugin_utils.reports.format import expanded
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
@@ -154,3 +156,65 @@ def test_an_oom_killed_and_restarted_service_with_its_own_window(tmp_path):
     files = {entry["name"]: entry for entry in manifest["files"] if entry.get("name")}
     assert "--since=@1796007600 --until=@1796018400" in files["kernel.log"]["command"]
     assert files["ipmitool-sel-elist.txt"]["why"] == "ipmitool is not installed (not found on PATH or in sbin)"
+
+
+VALIDATION_FIXTURE = os.path.join("tests", "fixtures", "validation", "demo_validation.json")
+
+
+@pytest.fixture(scope="module")
+def validated_incident(tmp_path_factory):
+    """incident.yml -e gpufleet_incident_validate=true on a demo host, its active checks replayed from the results
+    recorded for validate.yml's test (a failed memory test on GPU 3, its host-to-device bandwidth at 18 GB/s)."""
+    clone = fresh_clone(str(tmp_path_factory.mktemp("validated")))
+    result = run_incident(clone, "-l", "gpu-h100-pcie-06", "-e", "gpufleet_incident_validate=true",
+                          "-e", "gpufleet_validation_fixture=%s" % os.path.join(clone, VALIDATION_FIXTURE))
+    return os.path.join(clone, "reports", "latest-partial"), result
+
+
+def validation_entries(manifest):
+    return [entry for entry in manifest["files"] if entry.get("file") == "validation.json"]
+
+
+def test_the_incidents_active_checks_are_in_the_bundle_the_report_and_the_fault_log(validated_incident, xid79_incident):
+    latest, result = validated_incident
+    assert result.returncode == 2, result.stdout[-3000:] + result.stderr[-3000:]
+    folder = os.path.join(latest, "evidence", "gpu-h100-pcie-06")
+    kept = read_json(os.path.join(folder, "validation.json"))
+    assert kept["checks"]["nvbandwidth"]["testcases"][0]["per_gpu"]["3"] == 18.0
+    assert kept["checks"]["dcgm_diag"]["status"] == "failed"
+    [entry] = validation_entries(read_json(os.path.join(folder, "manifest.json")))
+    assert (entry["layer"], entry["command"], entry["status"]) == ("hardware", "gpufleet.core.gpu_validate", "ok")
+    report = expanded(read_json(os.path.join(latest, "report.json")))
+    summary = report["hosts"]["gpu-h100-pcie-06"]["validation"]
+    assert summary["checks"]["dcgm_diag"]["tests"][1] == {"name": "memory", "status": "fail", "failed_gpus": [3]}
+    [memory] = [f for f in report["findings"] if f["rule"] == "hardware.validation_dcgm_failed"]
+    assert (memory["host"], memory["severity"], memory["gpu"]) == ("gpu-h100-pcie-06", "critical", "0000:5d:00.0")
+    with open(os.path.join(latest, "fault-log.md")) as stream:
+        fault_log = stream.read()
+    assert ("- gpu-h100-pcie-06: `dcgm_diag` failed: level 1; software: pass; memory: fail on GPU 3; pcie: pass "
+            "(`evidence/gpu-h100-pcie-06/validation.json`)") in fault_log
+    # without the variable nothing changes: no checks, no validation.json, no validation in the report
+    off = xid79_incident[0]
+    assert not validation_entries(read_json(os.path.join(off, "evidence", "gpu-h100-xid79-02", "manifest.json")))
+    assert "validation" not in expanded(read_json(os.path.join(off, "report.json")))["hosts"]["gpu-h100-xid79-02"]
+    assert "Active checks that failed" not in open(os.path.join(off, "fault-log.md")).read()
+
+
+def test_a_node_that_cannot_be_validated_keeps_its_refusal_and_check_mode_runs_nothing(tmp_path):
+    clone = fresh_clone(str(tmp_path / "clone"))
+    # a replayed host without recorded results is refused (its facts describe a recorded machine): not an error
+    result = run_incident(clone, "-l", "gpu-h100-ok-01", "-e", "gpufleet_incident_validate=true")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    latest = os.path.join(clone, "reports", "latest-partial")
+    [entry] = validation_entries(read_json(os.path.join(latest, "evidence", "gpu-h100-ok-01", "manifest.json")))
+    assert entry["status"] == "skipped" and entry["why"].startswith("refused, no check ran: its facts are replayed")
+    report = expanded(read_json(os.path.join(latest, "report.json")))
+    assert report["hosts"]["gpu-h100-ok-01"]["validation"]["checks"]["dcgm_diag"]["status"] == "refused"
+    assert [f["rule"] for f in report["findings"] if "validation" in f["rule"]] == ["driver.validation_not_run"]
+
+    checked = run_incident(clone, "--check", "-l", "gpu-h100-ok-01", "-e", "gpufleet_incident_validate=true",
+                           "-e", "gpufleet_report_dir=%s" % os.path.join(clone, "check"))
+    assert checked.returncode == 0, checked.stdout[-3000:]
+    assert "gpu-h100-ok-01: refused: " in checked.stdout
+    assert not [name for _top, _dirs, names in os.walk(os.path.join(clone, "check")) for name in names
+                if name == "validation.json"]
