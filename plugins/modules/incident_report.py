@@ -14,12 +14,14 @@ version_added: 1.1.0
 description:
   - Runs on the controller after M(gpufleet.core.audit_report) wrote the audit of the same run (C(incident.yml)).
   - For each host, writes C(evidence/<host>/) from its M(gpufleet.core.gpu_evidence) result - every file, the
-    host's facts, C(manifest.json) (command, exit status, duration, size and sha256 of each file; what is missing
-    and why) and C(evidence-<host>.tar.gz) holding them all. A host whose evidence could not be collected gets a
+    host's facts, C(validation.json) when the facts hold the host's active checks (C(gpufleet_incident_validate);
+    manifest layer C(hardware), status C(skipped) with the reason when the node was refused), C(manifest.json)
+    (command, exit status, duration, size and sha256 of each file; what is missing and why) and
+    C(evidence-<host>.tar.gz) holding them all. A host whose evidence could not be collected gets a
     manifest that says why.
   - Writes C(timeline.json) (every event of the window of every host on one UTC time axis, with host, GPU, layer,
     source, the line it came from and the events close in time across sources), C(fault-log.md) (the method's
-    template, filled in as far as the evidence goes) and C(report.html) again with the timeline view.
+    template, filled in as far as the evidence goes; each failed active check with its figures) and C(report.html) again with the timeline view.
   - O(run_dir) is the run folder of the audit (RV(gpufleet.core.audit_report#module:run_dir)); the project's earlier
     runs come from the run folders under O(report_root).
   - This is an action plugin; it runs on the controller only.

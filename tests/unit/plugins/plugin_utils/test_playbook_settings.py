@@ -37,6 +37,7 @@ def lines(variables):
     ("gpufleet_bmc_port", 70000, "must be a whole number from 1 to 65535, got 70000"),
     ("gpufleet_incident_hours", "a day", "must be a number greater than 0, got 'a day'"),
     ("gpufleet_incident_dcgm_diag", "perhaps", "must be true or false, got 'perhaps'"),
+    ("gpufleet_incident_validate", "perhaps", "must be true or false, got 'perhaps'"),
     ("gpufleet_incident_since", "yesterday", "must be an ISO 8601 time (2026-11-30T06:00:00Z; no zone: UTC) or "
      "epoch seconds, got 'yesterday'"),
     ("gpufleet_incident_until", "2026-11-31T06:00:00Z", "must be an ISO 8601 time (2026-11-30T06:00:00Z; no zone: "
