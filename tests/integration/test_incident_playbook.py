@@ -218,3 +218,17 @@ def test_a_node_that_cannot_be_validated_keeps_its_refusal_and_check_mode_runs_n
     assert "gpu-h100-ok-01: refused: " in checked.stdout
     assert not [name for _top, _dirs, names in os.walk(os.path.join(clone, "check")) for name in names
                 if name == "validation.json"]
+
+
+def test_without_hosts_named_the_incident_refuses_every_hosts_checks(tmp_path):
+    clone = fresh_clone(str(tmp_path / "clone"))
+    result = run_incident(clone, "-e", "gpufleet_incident_validate=true",
+                          "-e", "gpufleet_validation_fixture=%s" % os.path.join(clone, VALIDATION_FIXTURE))
+    assert result.returncode == 2, result.stdout[-3000:] + result.stderr[-3000:]
+    evidence = os.path.join(clone, "reports", "latest", "evidence")
+    whys = {host: [entry["why"] for entry in validation_entries(read_json(os.path.join(evidence, host, "manifest.json")))]
+            for host in os.listdir(evidence)}
+    assert len(whys) == 19
+    assert set(map(tuple, whys.values())) == {(
+        "refused, no check ran: the incident runs the active checks only on the hosts you name (-l HOSTS or "
+        "-e gpufleet_audit_hosts=PATTERN)",)}
