@@ -2,8 +2,9 @@
 # Copyright: (c) 2026, gpufleet contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """One host's evidence bundle in the run folder: evidence/<host>/ with every file gpu_evidence returned,
-the host's facts, its active checks when the incident ran them (validation.json), manifest.json (command, exit status, duration, size, sha256 of each file; what is missing
-and why) and evidence-<host>.tar.gz holding all of them."""
+the host's facts, its active checks when the incident ran them (validation.json), manifest.json (command,
+exit status, duration, size, sha256 of each file; what is missing and why) and evidence-<host>.tar.gz holding
+all of them."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
