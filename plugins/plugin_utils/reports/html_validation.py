@@ -32,8 +32,11 @@ def check_details(name, check):
         if len(figures) > MAX_FIGURES:
             lines.append("... %d more figures in report.json" % (len(figures) - MAX_FIGURES))
     elif name == "nccl_all_reduce":
-        lines.append("%s GPUs, peak bus bandwidth %s GB/s, average %s GB/s" % (
-            check.get("gpus"), check.get("peak_busbw_gbs"), check.get("avg_busbw_gbs")))
+        if check.get("peak_busbw_gbs") is not None:
+            lines.append("%s GPUs, peak bus bandwidth %s GB/s, average %s GB/s" % (
+                check.get("gpus"), check.get("peak_busbw_gbs"), check.get("avg_busbw_gbs")))
+        else:
+            lines.append("%s GPUs, no bus bandwidth measured" % check.get("gpus"))
         if check.get("error_text"):
             lines.append(check["error_text"])
     elif name == "stress":

@@ -70,8 +70,8 @@ def test_the_fault_log_names_each_failed_check_with_its_figures_in_one_line(tmp_
     assert lines == [
         "- gpu-07: `dcgm_diag` failed: level 1; software: pass; memory: fail on GPU 3; pcie: pass "
         "(`evidence/gpu-07/validation.json`)",
-        "- gpu-07: `nccl_all_reduce` failed: all\\_reduce\\_perf exited with status 2; 8 GPUs, peak bus bandwidth None "
-        "GB/s, average None GB/s; NCCL WARN NET/IB : Got completion with error 12 (`evidence/gpu-07/validation.json`)"]
+        "- gpu-07: `nccl_all_reduce` failed: all\\_reduce\\_perf exited with status 2; 8 GPUs, no bus bandwidth measured; "
+        "NCCL WARN NET/IB : Got completion with error 12 (`evidence/gpu-07/validation.json`)"]
     assert "Active checks that failed:" in hardware
 
 
