@@ -81,7 +81,7 @@ def test_the_demo_audit_ends_with_its_summary_right_before_the_play_recap(demo_a
     assert demo_audit.returncode == 2, output(demo_audit)[-3000:]
     lines = before_recap(demo_audit)
     assert lines[-1].startswith("Reports: ") and "report.json, report.html, junit.xml, gpufleet.prom" in lines[-1]
-    assert lines[-2] == "Result: FAIL - 18 finding(s) at or above critical"
+    assert lines[-2] == "Result: FAIL - 20 finding(s) at or above critical"
     # the whole summary, one line per host first, comes after every task's output
     summary = summary_block(lines, "cpu-node-nodriver-13: ok - ")
     demo_hosts = len(os.listdir(os.path.join(ROOT, "inventories", "demo", "fixtures")))
@@ -93,7 +93,7 @@ def test_the_demo_audit_ends_with_its_summary_right_before_the_play_recap(demo_a
 
 def test_each_failed_host_of_the_demo_is_one_line_with_its_reason(demo_audit):
     failed = hosts_with(demo_audit, "failed")
-    assert len(failed) == 10 and LOST_GPU in failed and HEALTHY not in failed
+    assert len(failed) == 11 and LOST_GPU in failed and HEALTHY not in failed
     verdicts = verdict_lines(demo_audit)
     assert sorted(host for _outcome, host, _why in verdicts) == failed
     assert {outcome for outcome, _host, _why in verdicts} == {"failed"}

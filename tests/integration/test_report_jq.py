@@ -82,13 +82,13 @@ def test_every_readme_one_liner_prints_what_the_report_holds(two_audits):
     lines = readme_one_liners()
     outputs = [run_line(line, folder) for line in lines]
     assert len(outputs) == 9
-    assert json_values(outputs[0]) == critical and len(critical) == 18
+    assert json_values(outputs[0]) == critical and len(critical) == 20
     assert outputs[1].splitlines() == ["\t".join([f["host"], f["rule"], f["gpu"] or "-", f["summary"]]) for f in critical]
     one_host = [f for f in findings if f["host"] == ONE_HOST]
     assert json_values(outputs[2]) == one_host and one_host
     by_layer = {layer: sum(counts.values()) for layer, counts in report["summary"]["by_layer"].items() if sum(counts.values())}
     assert json_values(outputs[3]) == [by_layer]
-    assert by_layer == {"driver": 12, "hardware": 35, "scheduling": 18, "workload": 12}
+    assert by_layer == {"driver": 12, "hardware": 37, "scheduling": 18, "workload": 12}
     not_collected = outputs[4].splitlines()
     assert [line.split("\t")[:2] for line in not_collected] == [[GONE, "unreachable"]]
     assert outputs[5].splitlines() == sorted({f["host"] for f in critical})
