@@ -133,9 +133,9 @@ def check_audit(workdir, hosts):
             "expected_hosts": hosts}
 
 
-def latest_store(workdir):
-    """"<status> <engine>" of the store section of the newest report.json ("off" without a store)."""
-    store = json.loads((workdir / "reports" / "latest" / "report.json").read_text(encoding="utf-8")).get("store") or {}
+def latest_store(reports):
+    """"<status> <engine>" of the store section of the newest report.json in reports ("off" without a store)."""
+    store = json.loads((reports / "latest" / "report.json").read_text(encoding="utf-8")).get("store") or {}
     return "%s %s" % (store.get("status"), str(store.get("url") or "").split(":", 1)[0])
 
 
@@ -144,6 +144,12 @@ def median(values):
 
 
 STORE_OFF = ("-e", "gpufleet_store=false")
+OTHER_REPORTS = "reports-other"
+
+
+def reports_of(name, store_off):
+    """The reports folder a run of the bench writes into (the inventory's, but the compared tree's own)."""
+    return OTHER_REPORTS if name == "audit_other" and not store_off else "reports"
 
 
 def audit_bench(hosts, rounds, task_times=False, realdata=None, compare_tree=None, store_off=False, postgresql=False):
@@ -160,7 +166,9 @@ def audit_bench(hosts, rounds, task_times=False, realdata=None, compare_tree=Non
     extra = {}
     if compare_tree or store_off:
         trees["audit_other"] = compare_tree or REPO
-        extra["audit_other"] = STORE_OFF if store_off else ()
+        # the other tree gets reports (and a store) of its own: a store that the newer tree migrated is one the
+        # older tree cannot write, and a failed store write would make the other tree's audit cheaper
+        extra["audit_other"] = STORE_OFF if store_off else ("-e", "gpufleet_report_dir=%s" % (workdir / OTHER_REPORTS))
     cluster = None
     try:
         if postgresql:
@@ -180,9 +188,10 @@ def audit_bench(hosts, rounds, task_times=False, realdata=None, compare_tree=Non
                 if index == 0 and name == "audit":
                     audit_check = check_audit(workdir, hosts)
                 if index == 0 and name != "ping":
-                    store_status[name] = latest_store(workdir)
+                    store_status[name] = latest_store(workdir / reports_of(name, store_off))
             if not (store_off or postgresql):
                 shutil.rmtree(workdir / "reports", ignore_errors=True)
+                shutil.rmtree(workdir / OTHER_REPORTS, ignore_errors=True)
         audit_check["store"] = store_status
         return summarize(hosts, rounds, runs, audit_check, smi_path, corpus_note)
     finally:
