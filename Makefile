@@ -58,7 +58,7 @@ audit: $(RUNTIME_STAMP)
 	99) echo "INTERRUPTED: the audit did not finish (exit status 99)."; exit $$status;; \
 	*) echo "FAILED: ansible-playbook exited with status $$status; see the messages above."; exit $$status;; \
 	esac; \
-	echo "Reports: $(abspath $(REPORT_DIR))/latest/ (report.html, report.json, junit.xml, gpufleet.prom, facts/;" \
+	echo "Reports: $(abspath $(REPORT_DIR))/latest/ (report.html, report.json, findings.ndjson, junit.xml, gpufleet.prom, facts/;" \
 	     "a --limit run: latest-partial/)"
 
 test: system-packages test-unit units test-docs test-prometheus test-integration sanity lint test-fleet
