@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import xml.etree.ElementTree as ET
 
+from ansible_collections.gpufleet.core.plugins.module_utils.facts_model import dcgm_pci_bus_id
 from ansible_collections.gpufleet.core.plugins.module_utils.gpu_processes import describe_unknown
 from ansible_collections.gpufleet.core.plugins.module_utils.nvsmi_host import (
     NvidiaSmiHostError, check_present, pids, processes_known, read_gpus)
@@ -27,14 +28,9 @@ class GpuResetRequestError(NvidiaSmiHostError):
 
 
 def bus_key(bus_id):
-    """A PCI bus id in one spelling: nvidia-smi writes "00000000:07:00.0", the kernel "0000:07:00.0"."""
-    parts = str(bus_id or "").strip().upper().split(":")
-    if len(parts) == 2:
-        parts = ["0"] + parts
-    try:
-        return "%08X:%s:%s" % (int(parts[0], 16), parts[1], parts[2]) if len(parts) == 3 else ":".join(parts)
-    except ValueError:
-        return ":".join(parts)
+    """A PCI bus id in nvidia-smi's spelling ("00000000:07:00.0"; the kernel writes "0000:07:00.0"); text that is
+    no bus id, upper-cased as it is."""
+    return dcgm_pci_bus_id(bus_id) or str(bus_id or "").strip().upper()
 
 
 def wanted_indexes(option, gpus):
